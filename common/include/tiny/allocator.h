@@ -1,0 +1,42 @@
+/// @file allocator.h
+/// @brief A caching allocator for tensor memory, with its bytes accounted.
+///
+/// Fresh memory is expensive to touch (the kernel maps each 4 KiB page on first write), so a
+/// library that asked the system for every result would time page faults, not its kernels.
+/// Like PyTorch's allocators, this one keeps freed blocks and hands them out again.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tiny/device.h"
+
+namespace tiny {
+
+/// Counters of one device's allocator, as torch.cuda.memory_stats reports them.
+struct MemoryStats {
+  int64_t allocated = 0;      ///< bytes held by live storages (rounded up to 512, as PyTorch)
+  int64_t max_allocated = 0;  ///< the peak of `allocated` since the last reset
+  int64_t reserved = 0;       ///< bytes obtained from the system, in use or cached
+  int64_t allocations = 0;    ///< number of allocate() calls served
+  int64_t cache_hits = 0;     ///< of those, served from the cache without asking the system
+};
+
+/// Bytes held by live tensors on `device` (torch.cuda.memory_allocated()).
+int64_t memory_allocated(Device device = Device::cpu());
+/// The peak of memory_allocated() since the last reset (torch.cuda.max_memory_allocated()).
+int64_t max_memory_allocated(Device device = Device::cpu());
+/// Starts a new peak at the current allocation (torch.cuda.reset_peak_memory_stats()).
+void reset_peak_memory_stats(Device device = Device::cpu());
+/// All counters of `device`'s allocator.
+MemoryStats memory_stats(Device device = Device::cpu());
+/// Returns cached, unused blocks to the system (torch.cuda.empty_cache()).
+void empty_cache(Device device = Device::cpu());
+
+namespace detail {
+/// Allocates `nbytes` (64-byte aligned) on the CPU, from the cache when a block fits.
+void* cpu_allocate(size_t nbytes);
+/// Gives back a block that cpu_allocate(nbytes) returned.
+void cpu_free(void* ptr, size_t nbytes);
+}  // namespace detail
+
+}  // namespace tiny

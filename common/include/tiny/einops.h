@@ -1,0 +1,33 @@
+/// @file einops.h
+/// @brief Named dimensions, einops style: rearrange, reduce and einsum with written-out patterns.
+///
+/// A pattern names each dimension: "batch seq hidden -> batch hidden". Parentheses group
+/// dimensions that are split or merged ("... (heads hidden1) -> ... heads hidden1"), "..."
+/// stands for any number of unnamed leading dimensions, and a name missing on the right of
+/// reduce or einsum is summed (or averaged, or maxed) away.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tiny/tensor.h"
+
+namespace tiny {
+
+/// Sizes of named dimensions that a pattern cannot infer, e.g. {{"heads", 2}}.
+using AxisSizes = std::map<std::string, int64_t>;
+
+/// Reorders, splits and merges dimensions; a view when the strides allow, else a copy.
+Tensor rearrange(const Tensor& x, const std::string& pattern, const AxisSizes& sizes = {});
+/// Like rearrange, reducing the dimensions missing on the right with "sum", "mean" or "max".
+Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& reduction,
+              const AxisSizes& sizes = {});
+/// Multiplies and sums over named dimensions:
+/// einsum({x, y}, "batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2").
+Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern);
+/// einsum of one tensor.
+inline Tensor einsum(const Tensor& a, const std::string& pattern) { return einsum(std::vector<Tensor>{a}, pattern); }
+/// einsum of two tensors, in einops' argument order.
+inline Tensor einsum(const Tensor& a, const Tensor& b, const std::string& pattern) { return einsum(std::vector<Tensor>{a, b}, pattern); }
+
+}  // namespace tiny

@@ -1,0 +1,48 @@
+/// @file error.h
+/// @brief The exceptions the library throws, named after the Python exceptions PyTorch raises.
+///
+/// Every error is a C++ exception whose `what()` is the message a PyTorch user would recognise.
+/// The library never aborts and never prints and continues.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace tiny {
+
+/// Base of every error the library raises; PyTorch's `RuntimeError`.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// PyTorch's `RuntimeError`: shapes that do not fit, views that cannot be expressed, ...
+class RuntimeError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// PyTorch's `IndexError`: a dimension or an index out of range.
+class IndexError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// PyTorch's `ValueError`: malformed input values (ragged nested lists, `item()` on many elements).
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// PyTorch's `TypeError`: an operation given a dtype it does not accept.
+class TypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Raised by an exercise whose solution was removed from a student's starter copy.
+class NotImplementedError : public Error {
+ public:
+  explicit NotImplementedError(const std::string& task) : Error("not implemented: " + task) {}
+};
+
+}  // namespace tiny

@@ -1,0 +1,100 @@
+/// @file float_formats.h
+/// @brief The 16-bit float formats as storage types, with exact round-to-nearest-even conversions.
+///
+/// float16 (1 sign, 5 exponent, 10 mantissa bits) and bfloat16 (1 sign, 8 exponent, 7 mantissa
+/// bits) are stored as 16-bit patterns. Arithmetic on them converts to float32, computes, and
+/// rounds the result back once, as PyTorch does on the CPU.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "tiny/config.h"
+
+namespace tiny {
+
+/// The bits of a float32, without undefined behaviour.
+TINY_HD inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/// The float32 whose bits are `u`.
+TINY_HD inline float float_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// float32 -> float16 bits, round to nearest, ties to even; overflow gives +-inf, NaN stays NaN.
+TINY_HD inline uint16_t float_to_half_bits(float f) {
+  uint32_t x = bits_of(f);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (x >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65536: always inf
+  if (x < 0x38800000u) {
+    // Below float16's smallest normal (2^-14) the result is subnormal: adding 0.5 lines the
+    // float16 subnormal grid up with float32's last mantissa bits, and the FPU's own rounding
+    // (nearest, ties to even) does the work. Subtracting 0.5's bits leaves the half pattern.
+    const float shifted = float_from_bits(x) + 0.5f;
+    return static_cast<uint16_t>(sign | (bits_of(shifted) - 0x3f000000u));
+  }
+  // Normal: rebias the exponent (127 -> 15), add just under half an ulp plus the lowest kept bit
+  // (ties to even), and drop 13 mantissa bits. A carry rounds 65520 and above up to inf.
+  const uint32_t lowest_kept = (x >> 13) & 1u;
+  x += 0xc8000fffu + lowest_kept;
+  return static_cast<uint16_t>(sign | (x >> 13));
+}
+
+/// float16 bits -> float32 (exact: every float16 is a float32).
+TINY_HD inline float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  if (em >= 0x7c00u) return float_from_bits(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
+  if (em >= 0x0400u) return float_from_bits(sign | ((em << 13) + (112u << 23)));
+  // Subnormal: the mantissa counts units of 2^-24, which float32 holds exactly.
+  const float magnitude = static_cast<float>(em) * 5.9604644775390625e-08f;
+  return sign ? -magnitude : magnitude;
+}
+
+/// float32 -> bfloat16 bits, round to nearest, ties to even (PyTorch rounds; it does not truncate).
+TINY_HD inline uint16_t float_to_bfloat16_bits(float f) {
+  const uint32_t x = bits_of(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;  // every NaN becomes the quiet NaN
+  const uint32_t lowest_kept = (x >> 16) & 1u;
+  return static_cast<uint16_t>((x + 0x7fffu + lowest_kept) >> 16);
+}
+
+/// bfloat16 bits -> float32 (exact: bfloat16 is float32's top half).
+TINY_HD inline float bfloat16_bits_to_float(uint16_t b) {
+  return float_from_bits(static_cast<uint32_t>(b) << 16);
+}
+
+/// A float16 value in memory. Converts to and from float32; arithmetic happens in float32.
+struct Half {
+  uint16_t bits = 0;
+  Half() = default;
+  TINY_HD Half(float f) : bits(float_to_half_bits(f)) {}  // NOLINT: implicit, like a float type
+  TINY_HD operator float() const { return half_bits_to_float(bits); }
+  TINY_HD static Half from_bits(uint16_t b) {
+    Half h;
+    h.bits = b;
+    return h;
+  }
+};
+
+/// A bfloat16 value in memory. Converts to and from float32; arithmetic happens in float32.
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  TINY_HD BFloat16(float f) : bits(float_to_bfloat16_bits(f)) {}  // NOLINT
+  TINY_HD operator float() const { return bfloat16_bits_to_float(bits); }
+  TINY_HD static BFloat16 from_bits(uint16_t b) {
+    BFloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+}  // namespace tiny

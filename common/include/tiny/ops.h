@@ -1,0 +1,139 @@
+/// @file ops.h
+/// @brief Operations on tensors: elementwise math with broadcasting and type promotion,
+/// comparisons, reductions, matmul, triangles.
+///
+/// Every op takes inputs of any strides (transposed, sliced, expanded) and returns a new
+/// contiguous tensor. Operands broadcast as in NumPy and PyTorch; their dtypes promote as
+/// PyTorch's do (a Python number does not widen a tensor: int64 * 2 is int64, float16 + 1.5
+/// is float16, int64 / 2 is float32). Each op has one entry point, which picks the kernel for
+/// the inputs' device.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tiny/tensor.h"
+
+namespace tiny {
+
+/// The dtype of `a op b` under PyTorch's promotion rules (dimensioned tensors outrank 0-dim
+/// tensors, which outrank plain numbers, unless the lower-ranked operand is of a higher kind:
+/// bool < integer < float).
+DType result_type(const Tensor& a, const Tensor& b);
+/// The dtype of `a op s` for a number s.
+DType result_type(const Tensor& a, Scalar s);
+
+// ---- elementwise, binary ------------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b);  ///< a + b
+Tensor sub(const Tensor& a, const Tensor& b);  ///< a - b
+Tensor mul(const Tensor& a, const Tensor& b);  ///< a * b
+Tensor div(const Tensor& a, const Tensor& b);  ///< a / b, true division (integers give float32)
+Tensor pow(const Tensor& a, const Tensor& b);  ///< a ** b
+Tensor pow(const Tensor& a, Scalar b);         ///< a ** b
+Tensor maximum(const Tensor& a, const Tensor& b);  ///< elementwise max (NaN propagates)
+Tensor minimum(const Tensor& a, const Tensor& b);  ///< elementwise min (NaN propagates)
+
+// ---- elementwise, unary (integers and bool are computed as float32 where the result is) ----
+Tensor neg(const Tensor& a);      ///< -a
+Tensor abs(const Tensor& a);      ///< |a|
+Tensor sqrt(const Tensor& a);     ///< square root
+Tensor rsqrt(const Tensor& a);    ///< 1 / sqrt(a)
+Tensor exp(const Tensor& a);      ///< e^a
+Tensor log(const Tensor& a);      ///< natural logarithm
+Tensor relu(const Tensor& a);     ///< max(a, 0), same dtype
+Tensor gelu(const Tensor& a);     ///< a * Phi(a), the exact (erf) form, PyTorch's default
+Tensor sigmoid(const Tensor& a);  ///< 1 / (1 + e^-a)
+Tensor tanh(const Tensor& a);     ///< hyperbolic tangent
+
+// ---- comparisons: bool results ------------------------------------------------------------
+Tensor eq(const Tensor& a, const Tensor& b);  ///< a == b
+Tensor ne(const Tensor& a, const Tensor& b);  ///< a != b
+Tensor lt(const Tensor& a, const Tensor& b);  ///< a < b
+Tensor le(const Tensor& a, const Tensor& b);  ///< a <= b
+Tensor gt(const Tensor& a, const Tensor& b);  ///< a > b
+Tensor ge(const Tensor& a, const Tensor& b);  ///< a >= b
+/// Picks a where `condition` is true and b elsewhere; condition must be bool.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+
+/// A 0-dimensional tensor holding a number, with the number's default dtype unless given.
+Tensor scalar_tensor(Scalar s, std::optional<DType> dtype = std::nullopt);
+
+// ---- reductions -----------------------------------------------------------------------------
+/// Sum of all elements (int64 for integer and bool inputs).
+Tensor sum(const Tensor& a);
+/// Sum over `dims`; keepdim leaves them as size 1.
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
+/// Mean of all elements; floating inputs only.
+Tensor mean(const Tensor& a);
+/// Mean over `dims`.
+Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim = false);
+/// Largest element (NaN if any is NaN).
+Tensor max(const Tensor& a);
+/// The result of max over one dimension: the values and where they were.
+struct MaxResult {
+  Tensor values;   ///< the largest value along the dimension
+  Tensor indices;  ///< int64 index of its first occurrence
+};
+/// Largest values along `dim`, and their indices.
+MaxResult max(const Tensor& a, int64_t dim, bool keepdim = false);
+
+// ---- matrices -------------------------------------------------------------------------------
+/// Matrix product with torch.matmul's rules: 1-D @ 1-D is a dot product, 2-D @ 2-D a matrix
+/// product, 1-D operands gain and lose a dimension, and leading (batch) dimensions broadcast:
+/// (4, 8, 16, 32) @ (32, 2) -> (4, 8, 16, 2). Runs through a BLAS on the CPU.
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// Keeps elements on and above the `diagonal`-th diagonal of the last two dims, zeroes the rest.
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+/// Keeps elements on and below the `diagonal`-th diagonal, zeroes the rest.
+Tensor tril(const Tensor& a, int64_t diagonal = 0);
+
+/// Which implementation tiny::matmul uses on the CPU.
+enum class MatmulBackend {
+  Blas,    ///< cblas_sgemm / cblas_dgemm from OpenBLAS (when the build found it)
+  Blocked  ///< the library's own cache-blocked loops
+};
+/// Selects the CPU matmul implementation (Blas falls back to Blocked when not built with one).
+void set_matmul_backend(MatmulBackend backend);
+/// The implementation in use.
+MatmulBackend matmul_backend();
+/// True when the build found OpenBLAS.
+bool blas_available();
+/// "OpenBLAS 0.3.21 (pthread, 2 threads)" or "blocked loops (no BLAS found at build time)".
+std::string matmul_backend_description();
+
+// ---- comparisons of whole tensors -----------------------------------------------------------
+/// True when shapes match and every pair of elements is equal (values compared across dtypes).
+bool equal(const Tensor& a, const Tensor& b);
+/// True when |a - b| <= atol + rtol * |b| everywhere (and shapes broadcast).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+// ---- operators --------------------------------------------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b);  ///< add
+Tensor operator-(const Tensor& a, const Tensor& b);  ///< sub
+Tensor operator*(const Tensor& a, const Tensor& b);  ///< mul
+Tensor operator/(const Tensor& a, const Tensor& b);  ///< div
+Tensor operator+(const Tensor& a, Scalar b);         ///< add a number
+Tensor operator-(const Tensor& a, Scalar b);         ///< subtract a number
+Tensor operator*(const Tensor& a, Scalar b);         ///< multiply by a number
+Tensor operator/(const Tensor& a, Scalar b);         ///< divide by a number
+Tensor operator+(Scalar a, const Tensor& b);         ///< number + tensor
+Tensor operator-(Scalar a, const Tensor& b);         ///< number - tensor
+Tensor operator*(Scalar a, const Tensor& b);         ///< number * tensor
+Tensor operator/(Scalar a, const Tensor& b);         ///< number / tensor
+Tensor operator-(const Tensor& a);                   ///< neg
+Tensor operator==(const Tensor& a, const Tensor& b); ///< eq
+Tensor operator!=(const Tensor& a, const Tensor& b); ///< ne
+Tensor operator<(const Tensor& a, const Tensor& b);  ///< lt
+Tensor operator<=(const Tensor& a, const Tensor& b); ///< le
+Tensor operator>(const Tensor& a, const Tensor& b);  ///< gt
+Tensor operator>=(const Tensor& a, const Tensor& b); ///< ge
+Tensor operator==(const Tensor& a, Scalar b);        ///< eq with a number
+Tensor operator!=(const Tensor& a, Scalar b);        ///< ne with a number
+Tensor operator<(const Tensor& a, Scalar b);         ///< lt with a number
+Tensor operator<=(const Tensor& a, Scalar b);        ///< le with a number
+Tensor operator>(const Tensor& a, Scalar b);         ///< gt with a number
+Tensor operator>=(const Tensor& a, Scalar b);        ///< ge with a number
+/// Python's `@`: matmul (C++ has no `@`, so the chapters write `matmul(x, w)` or `x.matmul(w)`).
+inline Tensor mm(const Tensor& a, const Tensor& b) { return matmul(a, b); }
+
+}  // namespace tiny

@@ -1,0 +1,324 @@
+/// @file tensor.h
+/// @brief Storage and Tensor: a block of memory, and a way of reading it (shape, strides, offset).
+///
+/// A Tensor is a shared handle. Copying a Tensor copies the handle, not the numbers; views
+/// (transpose, slices, view, expand, ...) share the Storage and differ only in shape, strides
+/// and offset. Strides count elements, as PyTorch's do (NumPy's count bytes).
+#pragma once
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tiny/device.h"
+#include "tiny/dtype.h"
+#include "tiny/error.h"
+
+namespace tiny {
+
+/// A tensor's sizes, one per dimension.
+using Shape = std::vector<int64_t>;
+/// A tensor's strides, in elements, one per dimension.
+using Strides = std::vector<int64_t>;
+
+/// A block of memory on one device. Tensors share it through std::shared_ptr; it goes back to
+/// the allocator when the last view of it is gone.
+class Storage {
+ public:
+  /// Allocates `nbytes` on `device` (64-byte aligned, contents undefined).
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  /// Start of the block.
+  void* data() const { return data_; }
+  /// Size of the block in bytes.
+  size_t nbytes() const { return nbytes_; }
+  /// Where the block lives.
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  Device device_;
+};
+
+/// A number that is not a tensor: a bool, an integer or a float. Ops take it where PyTorch takes
+/// a Python number, and it promotes the way a Python number does (`int64 * 2` stays int64,
+/// `int64 * 0.5` becomes float32).
+class Scalar {
+ public:
+  /// The three kinds of number, ordered as type promotion orders them.
+  enum class Kind { Bool, Int, Float };
+  /// A bool.
+  Scalar(bool b) : kind_(Kind::Bool), i_(b), d_(b) {}  // NOLINT: implicit on purpose
+  /// Any integer type.
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  Scalar(I i) : kind_(Kind::Int), i_(static_cast<int64_t>(i)), d_(static_cast<double>(i)) {}  // NOLINT
+  /// Any floating-point type.
+  template <std::floating_point F>
+  Scalar(F f) : kind_(Kind::Float), i_(static_cast<int64_t>(f)), d_(static_cast<double>(f)) {}  // NOLINT
+
+  /// Which kind of number this is.
+  Kind kind() const { return kind_; }
+  /// The value as a double.
+  double to_double() const { return d_; }
+  /// The value as an integer (truncated for floats).
+  int64_t to_int() const { return i_; }
+  /// The dtype PyTorch gives a tensor made from this number alone: float32, int64 or bool.
+  DType default_dtype() const;
+
+ private:
+  Kind kind_;
+  int64_t i_;
+  double d_;
+};
+
+/// A nested list of numbers, as `torch.tensor([[1., 2], [3, 4]])` takes: `tensor({{1., 2}, {3, 4}})`.
+class NestedList {
+ public:
+  /// A single number (a leaf): any bool, integer or floating-point value.
+  template <typename N>
+    requires std::is_arithmetic_v<N>
+  NestedList(N n) : leaf_(Scalar(n)) {}  // NOLINT: implicit, so `{1, 2.5}` reads naturally
+  /// A list of lists or numbers.
+  NestedList(std::initializer_list<NestedList> items) : items_(items) {}
+  /// True for a number, false for a list.
+  bool is_leaf() const { return leaf_.has_value(); }
+  /// The number of a leaf.
+  const Scalar& leaf() const { return *leaf_; }
+  /// The items of a list.
+  const std::vector<NestedList>& items() const { return items_; }
+
+ private:
+  std::optional<Scalar> leaf_;
+  std::vector<NestedList> items_;
+};
+
+/// A Python slice `start:stop:step`; an unset bound means "from the start" / "to the end".
+struct Slice {
+  std::optional<int64_t> start;  ///< first index (may be negative); unset: 0
+  std::optional<int64_t> stop;   ///< one past the last index (may be negative); unset: the size
+  int64_t step = 1;              ///< positive step
+};
+
+/// One entry of an index expression: an integer (selects, removing the dimension) or a Slice.
+using TensorIndex = std::variant<int64_t, Slice>;
+
+/// Reads `tensor[ ... ]` written as `x.index({Slice{}, 1})` for `x[:, 1]`.
+struct IndexList {
+  std::vector<TensorIndex> items;  ///< one entry per indexed dimension
+  /// Builds the list from integers and slices.
+  IndexList(std::initializer_list<std::variant<int, int64_t, Slice>> list);  // NOLINT
+};
+
+/// A tensor: Storage plus dtype, shape, strides (in elements) and an offset into the storage.
+class Tensor {
+ public:
+  /// An undefined tensor (defined() is false), like an empty handle.
+  Tensor() = default;
+  /// A tensor reading `storage` as `dtype` with the given layout.
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
+         int64_t offset);
+
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) = default;
+  /// Rebinds this handle (an lvalue `a = b` makes `a` refer to b's memory, copying nothing).
+  Tensor& operator=(const Tensor&) & = default;
+  /// Rebinds this handle.
+  Tensor& operator=(Tensor&&) & = default;
+  /// Writes `value` into every element this view sees: `x.index({0, 1}) = 100.0` (like
+  /// `x[0, 1] = 100` in Python). Only on temporaries, so `a = b` keeps its usual meaning.
+  Tensor& operator=(Scalar value) &&;
+  /// Copies `src` (broadcast and converted) into the elements this view sees: `x[0] = y`.
+  Tensor& operator=(const Tensor& src) &&;
+
+  // ---- what the tensor is -----------------------------------------------------------------
+  /// False for a default-constructed handle.
+  bool defined() const { return storage_ != nullptr; }
+  /// Element type.
+  DType dtype() const { return dtype_; }
+  /// Device of the storage.
+  Device device() const;
+  /// Sizes, one per dimension.
+  const Shape& shape() const { return shape_; }
+  /// Strides in elements, one per dimension.
+  const Strides& strides() const { return strides_; }
+  /// Number of dimensions.
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  /// Size of dimension `d` (negative counts from the end).
+  int64_t size(int64_t d) const;
+  /// Stride of dimension `d` (negative counts from the end).
+  int64_t stride(int64_t d) const;
+  /// Number of elements (1 for a 0-dimensional tensor).
+  int64_t numel() const;
+  /// Bytes per element.
+  size_t element_size() const { return tiny::element_size(dtype_); }
+  /// numel() * element_size(): the bytes this tensor's elements take.
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  /// Offset of the first element in the storage, in elements.
+  int64_t storage_offset() const { return offset_; }
+  /// True when the elements lie in row-major order with no gaps (size-1 dims' strides ignored).
+  bool is_contiguous() const;
+  /// Address of the first element (PyTorch's data_ptr()): two views with equal data_ptr()
+  /// start at the same byte.
+  void* data_ptr() const;
+  /// Typed address of the first element; throws if T does not match dtype().
+  template <typename T> T* data() const {
+    if (dtype_of<T>() != dtype_)
+      throw TypeError(std::string("expected scalar type ") + dtype_legacy_name(dtype_of<T>()) +
+                      " but found " + dtype_legacy_name(dtype_));
+    return static_cast<T*>(data_ptr());
+  }
+  /// The shared storage.
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// True when both tensors view the same Storage (the lecture's same_storage()).
+  bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+
+  // ---- views: new shape/strides/offset, same memory ---------------------------------------
+  /// Swaps two dimensions.
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  /// Reverses the dimensions (Python's `x.T`; for a matrix, the transpose).
+  Tensor T() const;
+  /// Reorders the dimensions: result dim i is this tensor's dim `order[i]`.
+  Tensor permute(const std::vector<int64_t>& order) const;
+  /// Picks index `i` along `dim`, removing that dimension.
+  Tensor select(int64_t dim, int64_t i) const;
+  /// `x[i]`: select(0, i).
+  Tensor operator[](int64_t i) const { return select(0, i); }
+  /// `x[start:stop:step]` along `dim`, Python's clamping rules.
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
+               int64_t step = 1) const;
+  /// `length` elements along `dim` starting at `start` (torch.narrow).
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// Python indexing with integers and slices: `x.index({Slice{}, 1})` is `x[:, 1]`.
+  Tensor index(const IndexList& indices) const;
+  /// Repeats size-1 dimensions (and adds leading ones) without copying: stride 0. -1 keeps a size.
+  Tensor expand(const Shape& shape) const;
+  /// expand() to the shape `shape` (torch.broadcast_to).
+  Tensor broadcast_to(const Shape& shape) const { return expand(shape); }
+  /// Removes every size-1 dimension.
+  Tensor squeeze() const;
+  /// Removes dimension `dim` if its size is 1.
+  Tensor squeeze(int64_t dim) const;
+  /// Inserts a size-1 dimension at `dim`.
+  Tensor unsqueeze(int64_t dim) const;
+  /// Merges dimensions start..end into one: a view when the strides allow, else a copy.
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  /// Reads the same memory with a new shape; throws when strides cannot express it.
+  /// One size may be -1 (inferred).
+  Tensor view(const Shape& shape) const;
+  /// view() when the strides allow it, otherwise a contiguous copy with the new shape.
+  Tensor reshape(const Shape& shape) const;
+  /// This tensor if already contiguous, otherwise a row-major copy.
+  Tensor contiguous() const;
+
+  // ---- data -------------------------------------------------------------------------------
+  /// A new tensor with the same values in fresh, contiguous memory.
+  Tensor clone() const;
+  /// Copies `src` into this tensor's elements (broadcasting src, converting its dtype).
+  Tensor& copy_(const Tensor& src);
+  /// Sets every element to `value`.
+  Tensor& fill_(Scalar value);
+  /// Sets every element to 0.
+  Tensor& zero_() { return fill_(0); }
+  /// A copy converted to `dtype` (this tensor itself if it already has that dtype).
+  Tensor to(DType dtype) const;
+  /// The tensor on `device` (this tensor itself if it is already there).
+  Tensor to(Device device) const;
+  /// The single element as a double; ValueError unless numel() == 1.
+  double item() const;
+  /// The single element converted to T.
+  template <typename T> T item() const { return static_cast<T>(item()); }
+  /// All elements in row-major order, as doubles (Python's tolist() of a 1-D tensor).
+  std::vector<double> tolist() const;
+  /// Element at a full index, as a double: `x.at({1, 2})`.
+  double at(const std::vector<int64_t>& index) const;
+
+  // ---- arithmetic, as methods (free functions in ops.h) ------------------------------------
+  Tensor pow(const Tensor& exponent) const;        ///< elementwise power
+  Tensor pow(Scalar exponent) const;               ///< elementwise power
+  Tensor sqrt() const;                             ///< elementwise square root
+  Tensor rsqrt() const;                            ///< elementwise 1 / sqrt
+  Tensor exp() const;                              ///< elementwise e^x
+  Tensor log() const;                              ///< elementwise natural log
+  Tensor abs() const;                              ///< elementwise |x|
+  Tensor relu() const;                             ///< max(x, 0)
+  Tensor sigmoid() const;                          ///< 1 / (1 + e^-x)
+  Tensor tanh() const;                             ///< hyperbolic tangent
+  Tensor sum() const;                              ///< sum of all elements
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;   ///< sum over dims
+  Tensor mean() const;                             ///< mean of all elements
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;  ///< mean over dims
+  Tensor max() const;                              ///< largest element
+  Tensor matmul(const Tensor& other) const;        ///< matrix product (see tiny::matmul)
+  Tensor triu(int64_t diagonal = 0) const;         ///< upper triangle of the last two dims
+  Tensor tril(int64_t diagonal = 0) const;         ///< lower triangle of the last two dims
+
+  /// PyTorch's printed form: `tensor([[1., 2.], [3., 4.]])`.
+  std::string str() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = kFloat32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+/// Prints a tensor as str() does.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- creation ---------------------------------------------------------------------------------
+/// An uninitialised tensor (its memory may hold anything).
+Tensor empty(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+/// A tensor of zeros.
+Tensor zeros(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+/// A tensor of ones.
+Tensor ones(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
+/// A tensor filled with `value`; its dtype is the value's (float32, int64 or bool) unless given.
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+/// 0, 1, ..., up to but excluding `end`: int64 for integers, float32 for floats (torch.arange).
+Tensor arange(Scalar end, std::optional<DType> dtype = std::nullopt);
+/// start, start + step, ... up to but excluding `end`.
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = std::nullopt);
+/// The n x m identity (m = n when omitted).
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = kFloat32);
+/// A tensor from nested lists: float32 if any number is a float, else int64, else bool.
+Tensor tensor(const NestedList& values, std::optional<DType> dtype = std::nullopt);
+/// A tensor of `shape` holding a copy of `values` (row-major).
+template <typename T> Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  Tensor t = empty(shape, dtype_of<T>());
+  if (static_cast<int64_t>(values.size()) != t.numel())
+    throw ValueError("from_vector: " + std::to_string(values.size()) + " values for " +
+                     std::to_string(t.numel()) + " elements");
+  T* p = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+// ---- shape helpers shared by views and ops ----------------------------------------------------
+/// Product of the sizes (1 for an empty shape).
+int64_t shape_numel(const Shape& shape);
+/// Row-major strides for `shape` (a size-0 or size-1 dim gets the stride it would have).
+Strides contiguous_strides(const Shape& shape);
+/// Wraps a possibly negative dim into [0, ndim); IndexError with PyTorch's message otherwise.
+int64_t wrap_dim(int64_t dim, int64_t ndim);
+/// The shape two shapes broadcast to; RuntimeError with PyTorch's message if they cannot.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+/// Strides that read memory laid out as (old shape, old strides) with `new_shape`, or nothing
+/// when no strides can (PyTorch's rule for view()).
+std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_strides,
+                                    const Shape& new_shape);
+/// `shape` with one -1 replaced by what makes it hold `numel` elements; RuntimeError
+/// ("shape '[5]' is invalid for input of size 12") when it cannot.
+Shape infer_size(const Shape& shape, int64_t numel);
+
+}  // namespace tiny

@@ -1,0 +1,113 @@
+// internal.h: machinery shared by the library's source files, not part of the public API.
+//
+// - where an op runs (the one dispatch point every op passes through),
+// - the strided loop every elementwise kernel is built on,
+// - element conversion between dtypes.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
+#include "tiny/tensor.h"
+
+namespace tiny::detail {
+
+/// The device an op runs on: all tensor inputs must share one. This is the single place where
+/// an op picks its backend; today only the CPU has kernels, and a CUDA tensor gets a clear error
+/// (the CUDA backend plugs in here).
+inline Device op_device(const char* op, std::initializer_list<const Tensor*> inputs) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : inputs) {
+    if (!t->defined()) throw RuntimeError(std::string(op) + "(): got an undefined tensor");
+    if (first && !(first->device() == t->device()))
+      throw RuntimeError(
+          "Expected all tensors to be on the same device, but found at least two devices, " +
+          first->device().str() + " and " + t->device().str() + "!");
+    if (!first) first = t;
+  }
+  const Device d = first ? first->device() : Device::cpu();
+  if (d.is_cuda())
+    throw RuntimeError(std::string(op) + "(): no CUDA kernel in this build yet; the CUDA "
+                       "backend arrives with chapter 04 (tensors on " + d.str() + ")");
+  return d;
+}
+
+/// Converts one element between C++ element types the way PyTorch casts: through the source's
+/// arithmetic type; to bool means "not zero".
+template <typename D, typename S> inline D convert(S s) {
+  if constexpr (std::is_same_v<D, S>) {
+    return s;
+  } else if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<opmath_t<S>>(s) != opmath_t<S>(0);
+  } else if constexpr (std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>) {
+    return D(static_cast<float>(static_cast<opmath_t<S>>(s)));
+  } else {
+    return static_cast<D>(static_cast<opmath_t<S>>(s));
+  }
+}
+
+/// Strides of `t` broadcast to `shape` (0 where it is expanded); `t` must broadcast to it.
+Strides broadcast_strides(const Tensor& t, const Shape& shape);
+
+/// Walks N operands that share one shape, row by row. Size-1 dimensions are dropped and
+/// dimensions that are contiguous in every operand merged, so a contiguous op becomes one long
+/// row. For each row, calls row(n, offsets, steps): n elements, each operand starting at
+/// offsets[k] (elements) and advancing by steps[k].
+template <size_t N, typename Row>
+void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strides, Row&& row) {
+  // Collect the non-trivial dimensions, then merge neighbours that are contiguous in all.
+  std::vector<int64_t> sizes;
+  std::vector<std::array<int64_t, N>> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return;
+    if (shape[d] == 1) continue;
+    std::array<int64_t, N> s{};
+    for (size_t k = 0; k < N; ++k) s[k] = (*strides[k])[d];
+    if (!sizes.empty()) {
+      bool mergeable = true;
+      for (size_t k = 0; k < N; ++k) mergeable &= st.back()[k] == s[k] * shape[d];
+      if (mergeable) {
+        sizes.back() *= shape[d];
+        st.back() = s;
+        continue;
+      }
+    }
+    sizes.push_back(shape[d]);
+    st.push_back(s);
+  }
+  if (sizes.empty()) {  // a single element
+    std::array<int64_t, N> zero{};
+    row(int64_t(1), zero, zero);
+    return;
+  }
+  const size_t nd = sizes.size();
+  const int64_t inner = sizes[nd - 1];
+  const std::array<int64_t, N> inner_steps = st[nd - 1];
+  std::vector<int64_t> counter(nd, 0);
+  std::array<int64_t, N> offsets{};
+  while (true) {
+    row(inner, offsets, inner_steps);
+    // Advance the outer dimensions like an odometer.
+    size_t d = nd - 1;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++counter[d] < sizes[d]) {
+        for (size_t k = 0; k < N; ++k) offsets[k] += st[d][k];
+        break;
+      }
+      for (size_t k = 0; k < N; ++k) offsets[k] -= st[d][k] * (sizes[d] - 1);
+      counter[d] = 0;
+    }
+  }
+}
+
+/// Copies `src` into `dst` element by element (same shape; any strides and dtypes).
+void copy_elements(const Tensor& dst, const Tensor& src);
+
+/// "[2, 3]": a shape as PyTorch's C++ messages print it.
+std::string shape_str(const Shape& shape);
+
+}  // namespace tiny::detail

@@ -1,0 +1,279 @@
+// matmul.cpp: matrix products (through OpenBLAS, or the library's own blocked loops) and the
+// triangle masks.
+//
+// torch.matmul's shape rules are handled here once: 1-D operands gain a dimension and lose it
+// again, leading dimensions broadcast, and a batch times a single matrix is folded into one big
+// matrix product ((4, 8, 16, 32) @ (32, 2) is one (512, 32) @ (32, 2)), which is what a BLAS is
+// fastest at.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "internal.h"
+#include "tiny/format.h"
+#include "tiny/ops.h"
+
+#ifdef TINY_HAS_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace tiny {
+
+namespace {
+
+std::atomic<MatmulBackend> g_backend{MatmulBackend::Blas};
+
+// A matrix in memory: element (i, j) is at data[i * rs + j * cs].
+template <typename T> struct MatrixRef {
+  const T* data;
+  int64_t rs, cs;
+  T operator()(int64_t i, int64_t j) const { return data[i * rs + j * cs]; }
+};
+
+// C (M x N, row-major, contiguous) = A (M x K) @ B (K x N), with cache blocking: a block of B's
+// rows stays in cache while every row of A's block streams past it, and the innermost loop runs
+// along a contiguous row of B and C, which the compiler vectorises.
+template <typename T>
+void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  std::fill(C, C + M * N, T(0));
+  // Make B row-major so its rows are contiguous (a copy only when it is not already).
+  std::vector<T> packed;
+  const T* b = B.data;
+  int64_t ldb = B.rs;
+  if (B.cs != 1) {
+    packed.resize(static_cast<size_t>(K * N));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) packed[k * N + j] = B(k, j);
+    b = packed.data();
+    ldb = N;
+  }
+  constexpr int64_t kc = 256, nc = 512, mc = 64;
+  for (int64_t j0 = 0; j0 < N; j0 += nc) {
+    const int64_t j1 = std::min(N, j0 + nc);
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+      const int64_t k1 = std::min(K, k0 + kc);
+      for (int64_t i0 = 0; i0 < M; i0 += mc) {
+        const int64_t i1 = std::min(M, i0 + mc);
+        for (int64_t i = i0; i < i1; ++i) {
+          T* c = C + i * N;
+          for (int64_t k = k0; k < k1; ++k) {
+            const T aik = A(i, k);
+            const T* brow = b + k * ldb;
+            for (int64_t j = j0; j < j1; ++j) c[j] += aik * brow[j];
+          }
+        }
+      }
+    }
+  }
+}
+
+#ifdef TINY_HAS_OPENBLAS
+// A BLAS reads a matrix either row by row (column stride 1) or column by column (row stride 1,
+// "transposed"); anything else is copied into rows first.
+template <typename T> bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t cols,
+                                       CBLAS_TRANSPOSE& trans, int64_t& ld) {
+  if (m.cs == 1 && m.rs >= std::max<int64_t>(cols, 1)) { trans = CblasNoTrans; ld = m.rs; return true; }
+  if (m.rs == 1 && m.cs >= std::max<int64_t>(rows, 1)) { trans = CblasTrans; ld = m.cs; return true; }
+  return false;
+}
+
+template <typename T>
+void gemm_blas(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t lda, ldb;
+  std::vector<T> a_copy, b_copy;
+  if (!blas_layout(A, M, K, ta, lda)) {
+    a_copy.resize(static_cast<size_t>(M * K));
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) a_copy[i * K + k] = A(i, k);
+    A = {a_copy.data(), K, 1};
+    ta = CblasNoTrans;
+    lda = K;
+  }
+  if (!blas_layout(B, K, N, tb, ldb)) {
+    b_copy.resize(static_cast<size_t>(K * N));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) b_copy[k * N + j] = B(k, j);
+    B = {b_copy.data(), N, 1};
+    tb = CblasNoTrans;
+    ldb = N;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A.data, lda, B.data, ldb, 0.0f, C, N);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A.data, lda, B.data, ldb, 0.0, C, N);
+}
+#endif
+
+// One matrix product into contiguous C, by whichever implementation is selected.
+template <typename T>
+void gemm(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    std::fill(C, C + M * N, T(0));
+    return;
+  }
+  // A dimension of size 1 is never stepped along, so its stride may be anything; give it the
+  // value a row-major layout would have, which a BLAS accepts.
+  if (M == 1) A.rs = K * A.cs;
+  if (K == 1) { A.cs = 1; B.rs = N * B.cs; }
+  if (N == 1) B.cs = 1;
+#ifdef TINY_HAS_OPENBLAS
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (g_backend.load() == MatmulBackend::Blas) return gemm_blas(M, N, K, A, B, C);
+  }
+#endif
+  gemm_blocked(M, N, K, A, B, C);
+}
+
+std::string mat_shapes(int64_t r1, int64_t c1, int64_t r2, int64_t c2) {
+  return "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(r1) + "x" +
+         std::to_string(c1) + " and " + std::to_string(r2) + "x" + std::to_string(c2) + ")";
+}
+
+// Batched product of a (..., M, K) and b (..., K, N), batch dimensions already equal.
+Tensor batched_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t nd = a.dim();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  Shape out_shape(a.shape().begin(), a.shape().end() - 2);
+  const Shape batch = out_shape;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  const DType dt = a.dtype();
+  // The 16-bit floats are multiplied in float32 and rounded once at the end.
+  const DType compute = (dt == kFloat16 || dt == kBFloat16) ? kFloat32 : dt;
+  const Tensor x = a.to(compute), y = b.to(compute);
+  Tensor out = empty(out_shape, compute);
+  const int64_t nbatch = shape_numel(batch);
+  dispatch_dtype(compute, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
+                  std::is_same_v<T, bool>) {
+      throw TypeError("\"addmm_impl_cpu_\" not implemented for '" +
+                      std::string(dtype_legacy_name(dtype_of<T>())) + "'");
+    } else {
+      const T* pa = x.data<T>();
+      const T* pb = y.data<T>();
+      T* pc = out.data<T>();
+      std::vector<int64_t> idx(batch.size(), 0);
+      for (int64_t bi = 0; bi < nbatch; ++bi) {
+        int64_t oa = 0, ob = 0;
+        for (size_t d = 0; d < batch.size(); ++d) {
+          oa += idx[d] * x.strides()[d];
+          ob += idx[d] * y.strides()[d];
+        }
+        gemm<T>(M, N, K, {pa + oa, x.stride(nd - 2), x.stride(nd - 1)},
+                {pb + ob, y.stride(nd - 2), y.stride(nd - 1)}, pc + bi * M * N);
+        for (size_t d = batch.size(); d-- > 0;) {  // next batch index, odometer style
+          if (++idx[d] < batch[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+  });
+  return out.to(dt);
+}
+
+}  // namespace
+
+void set_matmul_backend(MatmulBackend backend) { g_backend.store(backend); }
+MatmulBackend matmul_backend() { return g_backend.load(); }
+
+bool blas_available() {
+#ifdef TINY_HAS_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string matmul_backend_description() {
+#ifdef TINY_HAS_OPENBLAS
+  if (g_backend.load() == MatmulBackend::Blas) {
+    std::string config = openblas_get_config();
+    while (!config.empty() && config.back() == ' ') config.pop_back();
+    return "OpenBLAS (" + config + ", " + std::to_string(openblas_get_num_threads()) +
+           " threads)";
+  }
+  return "the library's blocked loops (OpenBLAS switched off)";
+#else
+  return "the library's blocked loops (no OpenBLAS found at build time)";
+#endif
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::op_device("matmul", {&a, &b});
+  if (a.dim() == 0 || b.dim() == 0)
+    throw RuntimeError("both arguments to matmul need to be at least 1D, but they are " +
+                       std::to_string(a.dim()) + "D and " + std::to_string(b.dim()) + "D");
+  if (a.dtype() != b.dtype())
+    throw RuntimeError(std::string("expected m1 and m2 to have the same dtype, but got: ") +
+                       dtype_name(a.dtype()) + " != " + dtype_name(b.dtype()));
+  if (a.dtype() == kBool) throw TypeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
+
+  if (a.dim() == 1 && b.dim() == 1) {  // dot product
+    if (a.size(0) != b.size(0))
+      throw RuntimeError("inconsistent tensor size, expected tensor [" +
+                         std::to_string(a.size(0)) + "] and src [" + std::to_string(b.size(0)) +
+                         "] to have the same number of elements, but got " +
+                         std::to_string(a.size(0)) + " and " + std::to_string(b.size(0)) +
+                         " elements respectively");
+    return batched_matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+  }
+  // A 1-D left operand is a row vector, a 1-D right operand a column vector; the added
+  // dimension is removed from the result.
+  const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t M = x.size(-2), K = x.size(-1), K2 = y.size(-2), N = y.size(-1);
+
+  Tensor out;
+  if (y.dim() == 2 && x.dim() >= 2) {
+    // Fold every leading dimension of x into the rows: one big product.
+    const Tensor rows = x.reshape({-1, K});
+    if (K != K2) throw RuntimeError(mat_shapes(rows.size(0), K, K2, N));
+    Shape out_shape(x.shape().begin(), x.shape().end() - 1);
+    out_shape.push_back(N);
+    out = batched_matmul(rows, y).view(out_shape);
+  } else {
+    if (K != K2) throw RuntimeError(mat_shapes(M, K, K2, N));
+    const Shape xb(x.shape().begin(), x.shape().end() - 2);
+    const Shape yb(y.shape().begin(), y.shape().end() - 2);
+    Shape batch = broadcast_shapes(xb, yb);
+    Shape xs = batch, ys = batch;
+    xs.insert(xs.end(), {M, K});
+    ys.insert(ys.end(), {K, N});
+    out = batched_matmul(x.expand(xs), y.expand(ys));
+  }
+  if (a.dim() == 1) out = out.squeeze(-2);
+  if (b.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+namespace {
+// Zeroes the elements of the last two dims for which drop(row, col) is true.
+template <typename Drop> Tensor triangle(const char* op, const Tensor& a, Drop drop) {
+  detail::op_device(op, {&a});
+  if (a.dim() < 2)
+    throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
+  Tensor out = a.clone();
+  const int64_t R = a.size(-2), C = a.size(-1);
+  const int64_t nmat = R * C == 0 ? 0 : out.numel() / (R * C);
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    T* p = out.data<T>();
+    for (int64_t m = 0; m < nmat; ++m)
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < C; ++j)
+          if (drop(i, j)) p[(m * R + i) * C + j] = T(0);
+  });
+  return out;
+}
+}  // namespace
+
+Tensor triu(const Tensor& a, int64_t diagonal) {
+  return triangle("triu", a, [diagonal](int64_t i, int64_t j) { return j - i < diagonal; });
+}
+
+Tensor tril(const Tensor& a, int64_t diagonal) {
+  return triangle("tril", a, [diagonal](int64_t i, int64_t j) { return j - i > diagonal; });
+}
+
+}  // namespace tiny

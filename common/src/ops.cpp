@@ -1,0 +1,439 @@
+// ops.cpp: elementwise ops (unary, binary, comparisons, where) with broadcasting and promotion.
+//
+// Every op follows the same four steps: pick the device (detail::op_device), pick the dtype
+// (result_type), bring the inputs to that dtype, and run one strided loop over the broadcast
+// shape. The loop's inner row is specialised for the common layouts (all contiguous, one side a
+// broadcast scalar) so that the compiler can vectorise it.
+#include "tiny/ops.h"
+
+#include <cmath>
+#include <limits>
+
+#include "internal.h"
+
+namespace tiny {
+
+// ---- type promotion ---------------------------------------------------------------------------
+
+namespace {
+
+// Promotion state: the best dtype among dimensioned tensors, among 0-dim tensors, and among
+// plain numbers (PyTorch's ResultTypeState).
+struct PromotionState {
+  std::optional<DType> dim_result, zero_result, number_result;
+};
+
+void update(std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; }
+
+int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
+
+// A lower-priority operand changes the result only if it is of a higher category
+// (a float number makes an integer tensor float, but a float64 number leaves float16 alone).
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
+  return higher;
+}
+
+DType finish(const PromotionState& s) {
+  return combine(s.dim_result, combine(s.zero_result, s.number_result)).value_or(kFloat32);
+}
+
+void add_tensor(PromotionState& s, const Tensor& t) {
+  update(t.dim() > 0 ? s.dim_result : s.zero_result, t.dtype());
+}
+
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) {
+  PromotionState s;
+  add_tensor(s, a);
+  add_tensor(s, b);
+  return finish(s);
+}
+
+DType result_type(const Tensor& a, Scalar b) {
+  PromotionState s;
+  add_tensor(s, a);
+  update(s.number_result, b.default_dtype());
+  return finish(s);
+}
+
+Tensor scalar_tensor(Scalar s, std::optional<DType> dtype) {
+  const DType dt = dtype.value_or(s.default_dtype());
+  Tensor out = empty({}, dt);
+  dispatch_dtype(dt, [&]<typename T>() {
+    T* p = out.data<T>();
+    if (s.kind() == Scalar::Kind::Float) *p = detail::convert<T>(s.to_double());
+    else *p = detail::convert<T>(s.to_int());
+  });
+  return out;
+}
+
+// ---- the loops --------------------------------------------------------------------------------
+
+namespace {
+
+template <typename T> using M = opmath_t<T>;
+
+// out[i] = f(a[i]) over a contiguous output; `a` any strides (broadcast to out's shape).
+template <typename In, typename Out, typename F>
+void unary_loop(const Tensor& out, const Tensor& a, F f) {
+  Out* po = out.data<Out>();
+  const In* pa = a.data<In>();
+  const Strides sa = detail::broadcast_strides(a, out.shape());
+  detail::for_each_row<2>(out.shape(), {&out.strides(), &sa},
+                          [&](int64_t n, const auto& off, const auto& step) {
+                            Out* o = po + off[0];
+                            const In* x = pa + off[1];
+                            if (step[0] == 1 && step[1] == 1) {
+                              for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i])));
+                            } else {
+                              for (int64_t i = 0; i < n; ++i)
+                                o[i * step[0]] = Out(f(M<In>(x[i * step[1]])));
+                            }
+                          });
+}
+
+// out[i] = f(a[i], b[i]) over a contiguous output; a and b broadcast to out's shape.
+template <typename In, typename Out, typename F>
+void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  Out* po = out.data<Out>();
+  const In* pa = a.data<In>();
+  const In* pb = b.data<In>();
+  const Strides sa = detail::broadcast_strides(a, out.shape());
+  const Strides sb = detail::broadcast_strides(b, out.shape());
+  detail::for_each_row<3>(
+      out.shape(), {&out.strides(), &sa, &sb}, [&](int64_t n, const auto& off, const auto& step) {
+        Out* o = po + off[0];
+        const In* x = pa + off[1];
+        const In* y = pb + off[2];
+        if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i]), M<In>(y[i])));
+        } else if (step[0] == 1 && step[1] == 1 && step[2] == 0) {
+          const M<In> yv = M<In>(*y);
+          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i]), yv));
+        } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) {
+          const M<In> xv = M<In>(*x);
+          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(xv, M<In>(y[i])));
+        } else {
+          for (int64_t i = 0; i < n; ++i)
+            o[i * step[0]] = Out(f(M<In>(x[i * step[1]]), M<In>(y[i * step[2]])));
+        }
+      });
+}
+
+std::string not_implemented(const char* op, DType d) {
+  return std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(d) + "'";
+}
+
+// Which dtypes an op accepts, and what its result is.
+enum class Kinds { All, NoBool, Floating };
+
+// Runs a binary op whose result has the promoted dtype (or bool, for comparisons).
+template <typename F>
+Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, DType compute, bool to_bool,
+                 Kinds kinds, F f) {
+  detail::op_device(name, {&a, &b});
+  if (kinds == Kinds::NoBool && compute == kBool) throw TypeError(not_implemented(name, compute));
+  const Shape shape = broadcast_shapes(a.shape(), b.shape());
+  const Tensor x = a.to(compute), y = b.to(compute);
+  Tensor out = empty(shape, to_bool ? kBool : compute);
+  dispatch_dtype(compute, [&]<typename T>() {
+    if (to_bool) binary_loop<T, bool>(out, x, y, f);
+    else binary_loop<T, T>(out, x, y, f);
+  });
+  return out;
+}
+
+// The dtype a float-valued unary op computes in: integers and bool become float32.
+DType float_result(DType d) { return is_floating(d) ? d : kFloat32; }
+
+// Runs a unary op whose result has dtype `compute`; `floating_only` ops are instantiated for
+// the float types alone (their inputs were promoted to float first).
+template <bool floating_only, typename F>
+Tensor unary_op(const char* name, const Tensor& a, DType compute, F f) {
+  detail::op_device(name, {&a});
+  const Tensor x = a.to(compute);
+  Tensor out = empty(a.shape(), compute);
+  auto run = [&]<typename T>() { unary_loop<T, T>(out, x, f); };
+  if constexpr (floating_only) dispatch_floating(compute, name, run);
+  else dispatch_dtype(compute, run);
+  return out;
+}
+
+}  // namespace
+
+// ---- binary arithmetic ------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  // bool + bool stays bool (logical or), as in PyTorch.
+  return binary_op("add", a, b, result_type(a, b), false, Kinds::All,
+                   [](auto x, auto y) { return x + y; });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  if (a.dtype() == kBool && b.dtype() == kBool)
+    throw TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                    "Use the `^` or `logical_xor()` operator instead.");
+  return binary_op("sub", a, b, result_type(a, b), false, Kinds::All,
+                   [](auto x, auto y) { return x - y; });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary_op("mul", a, b, result_type(a, b), false, Kinds::All,
+                   [](auto x, auto y) { return x * y; });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  // True division: integer inputs are divided as float32.
+  return binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All,
+                   [](auto x, auto y) { return x / y; });
+}
+
+namespace {
+template <typename T> T integer_pow(T base, T exp) {
+  T result = 1;
+  while (exp > 0) {  // square and multiply
+    if (exp & 1) result *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return result;
+}
+}  // namespace
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  const DType dt = result_type(a, b);
+  if (is_integral(dt) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
+    throw RuntimeError("Integers to negative integer powers are not allowed.");
+  return binary_op("pow", a, b, dt, false, Kinds::NoBool, [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_same_v<T, bool>) return x;  // rejected above; never runs
+    else if constexpr (std::is_integral_v<T>) return integer_pow(x, y);
+    else return std::pow(x, y);
+  });
+}
+
+Tensor pow(const Tensor& a, Scalar b) {
+  const Tensor e = scalar_tensor(b, result_type(a, b));
+  return pow(a, e);
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN propagates
+    return x > y ? x : y;
+  });
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
+    if constexpr (std::is_floating_point_v<decltype(x)>)
+      if (std::isnan(x) || std::isnan(y)) return x + y;
+    return x < y ? x : y;
+  });
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+Tensor neg(const Tensor& a) {
+  if (a.dtype() == kBool)
+    throw TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  return unary_op<false>("neg", a, a.dtype(), [](auto x) {
+    if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
+    else return -x;
+  });
+}
+
+Tensor abs(const Tensor& a) {
+  if (a.dtype() == kBool) throw TypeError(not_implemented("abs", kBool));
+  return unary_op<false>("abs", a, a.dtype(), [](auto x) {
+    if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
+    else return x < 0 ? -x : x;
+  });
+}
+
+Tensor sqrt(const Tensor& a) {
+  return unary_op<true>("sqrt", a, float_result(a.dtype()), [](auto x) { return std::sqrt(x); });
+}
+
+Tensor rsqrt(const Tensor& a) {
+  return unary_op<true>("rsqrt", a, float_result(a.dtype()),
+                  [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+}
+
+Tensor exp(const Tensor& a) {
+  return unary_op<true>("exp", a, float_result(a.dtype()), [](auto x) { return std::exp(x); });
+}
+
+Tensor log(const Tensor& a) {
+  return unary_op<true>("log", a, float_result(a.dtype()), [](auto x) { return std::log(x); });
+}
+
+Tensor relu(const Tensor& a) {
+  if (a.dtype() == kBool) throw TypeError(not_implemented("relu", kBool));
+  // NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
+  return unary_op<false>("relu", a, a.dtype(), [](auto x) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(x)) return x;
+    return x > T(0) ? x : T(0);
+  });
+}
+
+Tensor gelu(const Tensor& a) {
+  if (!is_floating(a.dtype())) throw TypeError(not_implemented("GeluKernelImpl", a.dtype()));
+  return unary_op<true>("gelu", a, a.dtype(), [](auto x) {
+    using T = decltype(x);
+    // x * Phi(x) with Phi the normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
+    return x * T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  });
+}
+
+Tensor sigmoid(const Tensor& a) {
+  return unary_op<true>("sigmoid", a, float_result(a.dtype()),
+                  [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
+}
+
+Tensor tanh(const Tensor& a) {
+  return unary_op<true>("tanh", a, float_result(a.dtype()), [](auto x) { return std::tanh(x); });
+}
+
+// ---- comparisons and where --------------------------------------------------------------------
+
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return binary_op("eq", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x == y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return binary_op("ne", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x != y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return binary_op("lt", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x < y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return binary_op("le", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x <= y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return binary_op("gt", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x > y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return binary_op("ge", a, b, result_type(a, b), true, Kinds::All,
+                   [](auto x, auto y) { return x >= y; });
+}
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  detail::op_device("where", {&condition, &a, &b});
+  if (condition.dtype() != kBool)
+    throw TypeError(std::string("where expected condition to be a boolean tensor, but got a "
+                                "tensor with dtype ") + dtype_legacy_name(condition.dtype()));
+  const DType dt = result_type(a, b);
+  const Shape shape = broadcast_shapes(condition.shape(), broadcast_shapes(a.shape(), b.shape()));
+  const Tensor x = a.to(dt), y = b.to(dt);
+  Tensor out = empty(shape, dt);
+  const Strides sc = detail::broadcast_strides(condition, shape);
+  const Strides sa = detail::broadcast_strides(x, shape);
+  const Strides sb = detail::broadcast_strides(y, shape);
+  dispatch_dtype(dt, [&]<typename T>() {
+    T* po = out.data<T>();
+    const bool* pc = condition.data<bool>();
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    detail::for_each_row<4>(shape, {&out.strides(), &sc, &sa, &sb},
+                            [&](int64_t n, const auto& off, const auto& st) {
+                              for (int64_t i = 0; i < n; ++i)
+                                po[off[0] + i * st[0]] = pc[off[1] + i * st[1]]
+                                                             ? px[off[2] + i * st[2]]
+                                                             : py[off[3] + i * st[3]];
+                            });
+  });
+  return out;
+}
+
+// ---- whole-tensor comparisons -----------------------------------------------------------------
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  return sum(ne(a, b)).item() == 0;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  const Tensor x = a.to(kFloat64), y = b.to(kFloat64);
+  const Shape shape = broadcast_shapes(x.shape(), y.shape());
+  const Tensor xe = x.expand(shape).contiguous(), ye = y.expand(shape).contiguous();
+  const double* px = xe.data<double>();
+  const double* py = ye.data<double>();
+  for (int64_t i = 0; i < xe.numel(); ++i) {
+    if (std::isnan(px[i]) || std::isnan(py[i])) return false;
+    if (px[i] == py[i]) continue;  // equal infinities
+    if (!(std::fabs(px[i] - py[i]) <= atol + rtol * std::fabs(py[i]))) return false;
+  }
+  return true;
+}
+
+// ---- operators --------------------------------------------------------------------------------
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+
+// A number next to a tensor takes the dtype promotion gives the pair, so that `int64 * 2`
+// stays int64 and `float16 * 2.5` stays float16.
+#define TINY_SCALAR_OPERATOR(OP, FN)                                                    \
+  Tensor operator OP(const Tensor& a, Scalar b) {                                       \
+    return FN(a, scalar_tensor(b, result_type(a, b)));                                   \
+  }                                                                                     \
+  Tensor operator OP(Scalar a, const Tensor& b) {                                       \
+    return FN(scalar_tensor(a, result_type(b, a)), b);                                   \
+  }
+TINY_SCALAR_OPERATOR(+, add)
+TINY_SCALAR_OPERATOR(-, sub)
+TINY_SCALAR_OPERATOR(*, mul)
+TINY_SCALAR_OPERATOR(/, div)
+#undef TINY_SCALAR_OPERATOR
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, scalar_tensor(b, result_type(a, b))); }
+
+// ---- Tensor methods that forward to the free functions ----------------------------------------
+
+Tensor Tensor::pow(const Tensor& e) const { return tiny::pow(*this, e); }
+Tensor Tensor::pow(Scalar e) const { return tiny::pow(*this, e); }
+Tensor Tensor::sqrt() const { return tiny::sqrt(*this); }
+Tensor Tensor::rsqrt() const { return tiny::rsqrt(*this); }
+Tensor Tensor::exp() const { return tiny::exp(*this); }
+Tensor Tensor::log() const { return tiny::log(*this); }
+Tensor Tensor::abs() const { return tiny::abs(*this); }
+Tensor Tensor::relu() const { return tiny::relu(*this); }
+Tensor Tensor::sigmoid() const { return tiny::sigmoid(*this); }
+Tensor Tensor::tanh() const { return tiny::tanh(*this); }
+Tensor Tensor::sum() const { return tiny::sum(*this); }
+Tensor Tensor::sum(const std::vector<int64_t>& d, bool k) const { return tiny::sum(*this, d, k); }
+Tensor Tensor::mean() const { return tiny::mean(*this); }
+Tensor Tensor::mean(const std::vector<int64_t>& d, bool k) const { return tiny::mean(*this, d, k); }
+Tensor Tensor::max() const { return tiny::max(*this); }
+Tensor Tensor::matmul(const Tensor& other) const { return tiny::matmul(*this, other); }
+Tensor Tensor::triu(int64_t diagonal) const { return tiny::triu(*this, diagonal); }
+Tensor Tensor::tril(int64_t diagonal) const { return tiny::tril(*this, diagonal); }
+
+}  // namespace tiny

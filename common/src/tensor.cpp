@@ -1,0 +1,589 @@
+// tensor.cpp: Storage, the Tensor handle, views, and creation.
+#include "tiny/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "internal.h"
+#include "tiny/allocator.h"
+#include "tiny/format.h"
+#include "tiny/ops.h"
+
+namespace tiny {
+
+// ---- Storage ----------------------------------------------------------------------------------
+
+Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
+  if (!device.is_cpu())
+    throw RuntimeError("cannot allocate on " + device.str() +
+                       ": the CUDA backend arrives with chapter 04");
+  data_ = detail::cpu_allocate(nbytes);
+}
+
+Storage::~Storage() { detail::cpu_free(data_, nbytes_); }
+
+// ---- Scalar and IndexList ---------------------------------------------------------------------
+
+DType Scalar::default_dtype() const {
+  switch (kind_) {
+    case Kind::Bool: return kBool;
+    case Kind::Int: return kInt64;
+    case Kind::Float: return kFloat32;
+  }
+  return kFloat32;
+}
+
+IndexList::IndexList(std::initializer_list<std::variant<int, int64_t, Slice>> list) {
+  for (const auto& item : list) {
+    if (std::holds_alternative<int>(item)) items.emplace_back(int64_t(std::get<int>(item)));
+    else if (std::holds_alternative<int64_t>(item)) items.emplace_back(std::get<int64_t>(item));
+    else items.emplace_back(std::get<Slice>(item));
+  }
+}
+
+// ---- shape helpers ----------------------------------------------------------------------------
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  const int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1
+  if (dim < -n || dim >= n)
+    throw IndexError("Dimension out of range (expected to be in range of [" + std::to_string(-n) +
+                     ", " + std::to_string(n - 1) + "], but got " + std::to_string(dim) + ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {  // i counts result dims from the left, aligned at the right
+    const int64_t offset = static_cast<int64_t>(n - 1 - i);
+    const int64_t da = static_cast<int64_t>(a.size()) - 1 - offset;
+    const int64_t db = static_cast<int64_t>(b.size()) - 1 - offset;
+    const int64_t sa = da >= 0 ? a[da] : 1;
+    const int64_t sb = db >= 0 ? b[db] : 1;
+    if (sa != sb && sa != 1 && sb != 1)
+      throw RuntimeError("The size of tensor a (" + std::to_string(sa) +
+                         ") must match the size of tensor b (" + std::to_string(sb) +
+                         ") at non-singleton dimension " + std::to_string(i));
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+Shape infer_size(const Shape& shape, int64_t numel) {
+  Shape out = shape;
+  int64_t known = 1;
+  std::optional<size_t> unknown;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (unknown) throw RuntimeError("only one dimension can be inferred");
+      unknown = i;
+    } else if (shape[i] < 0) {
+      throw RuntimeError("invalid shape dimension " + std::to_string(shape[i]));
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (unknown && known != 0 && numel % known == 0) out[*unknown] = numel / known;
+  else if (unknown && known == 0 && numel == 0) out[*unknown] = 0;  // ambiguous; PyTorch errors too
+  if (shape_numel(out) != numel || (unknown && known == 0))
+    throw RuntimeError("shape '" + detail::shape_str(shape) + "' is invalid for input of size " +
+                       std::to_string(numel));
+  return out;
+}
+
+// The rule behind view(): walk the old dimensions from the last, grouping them into chunks
+// that are contiguous with each other (each stride is the next one times its size). Memory in
+// one chunk is evenly spaced, so any new dimensions whose sizes multiply to the chunk's size can
+// read it. A new shape fits only if it can be cut into such groups, chunk by chunk.
+std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_strides,
+                                    const Shape& new_shape) {
+  Strides out(new_shape.size(), 0);
+  if (shape_numel(old_shape) == 0) return contiguous_strides(new_shape);
+  if (old_shape.empty()) {  // a 0-dim tensor: every new dimension has size 1
+    for (auto& s : out) s = 1;
+    return out;
+  }
+  // BEGIN SOLUTION view_rule
+  int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
+  int64_t chunk_base_stride = old_strides.back();
+  int64_t tensor_numel = 1;
+  int64_t view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    // A chunk ends at the first dimension, or where the next-outer dimension is not laid out
+    // right after this chunk (size-1 dimensions never end a chunk: their stride is irrelevant).
+    const bool chunk_ends =
+        d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+      out[view_d] = view_numel * chunk_base_stride;
+      view_numel *= new_shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_base_stride = old_strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+  // END SOLUTION view_rule
+}
+
+namespace detail {
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+  Strides out(shape.size(), 0);
+  const size_t lead = shape.size() - t.shape().size();
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    out[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  return out;
+}
+
+void copy_elements(const Tensor& dst, const Tensor& src) {
+  dispatch_dtype(dst.dtype(), [&]<typename D>() {
+    dispatch_dtype(src.dtype(), [&]<typename S>() {
+      D* d = static_cast<D*>(dst.data_ptr());
+      const S* s = static_cast<const S*>(src.data_ptr());
+      for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
+                      [&](int64_t n, const auto& off, const auto& step) {
+                        D* dp = d + off[0];
+                        const S* sp = s + off[1];
+                        if (step[0] == 1 && step[1] == 1) {
+                          for (int64_t i = 0; i < n; ++i) dp[i] = convert<D>(sp[i]);
+                        } else {
+                          for (int64_t i = 0; i < n; ++i)
+                            dp[i * step[0]] = convert<D>(sp[i * step[1]]);
+                        }
+                      });
+    });
+  });
+}
+
+}  // namespace detail
+
+// ---- Tensor: what it is -----------------------------------------------------------------------
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
+               int64_t offset)
+    : storage_(std::move(storage)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset) {}
+
+Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim())]; }
+int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim(d, dim())]; }
+int64_t Tensor::numel() const { return shape_numel(shape_); }
+
+void* Tensor::data_ptr() const {
+  if (!storage_) return nullptr;
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
+}
+
+bool Tensor::is_contiguous() const {
+  // BEGIN SOLUTION contiguous_strides
+  if (numel() == 0) return true;
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (shape_[d] == 1) continue;  // a size-1 dimension is never stepped along
+    if (strides_[d] != expected) return false;
+    expected *= shape_[d];
+  }
+  return true;
+  // END SOLUTION contiguous_strides
+}
+
+// ---- Tensor: views ----------------------------------------------------------------------------
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim());
+  d1 = wrap_dim(d1, dim());
+  if (dim() == 0) return *this;
+  Shape shape = shape_;
+  Strides strides = strides_;
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::T() const {
+  std::vector<int64_t> order(dim());
+  for (int64_t i = 0; i < dim(); ++i) order[i] = dim() - 1 - i;
+  return permute(order);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+  if (static_cast<int64_t>(order.size()) != dim())
+    throw RuntimeError("permute(): number of dims don't match in permute (the tensor has " +
+                       std::to_string(dim()) + ", the order names " +
+                       std::to_string(order.size()) + ")");
+  Shape shape(dim());
+  Strides strides(dim());
+  std::vector<bool> seen(dim(), false);
+  for (int64_t i = 0; i < dim(); ++i) {
+    const int64_t d = wrap_dim(order[i], dim());
+    if (seen[d]) throw RuntimeError("permute(): duplicate dims are not allowed.");
+    seen[d] = true;
+    shape[i] = shape_[d];
+    strides[i] = strides_[d];
+  }
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::select(int64_t d, int64_t i) const {
+  if (dim() == 0)
+    throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                     "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  d = wrap_dim(d, dim());
+  const int64_t n = shape_[d];
+  if (i < -n || i >= n)
+    throw IndexError("index " + std::to_string(i) + " is out of bounds for dimension " +
+                     std::to_string(d) + " with size " + std::to_string(n));
+  if (i < 0) i += n;
+  Shape shape = shape_;
+  Strides strides = strides_;
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  return Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]);
+}
+
+Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
+                     int64_t step) const {
+  if (dim() == 0) throw IndexError("slice() cannot be applied to a 0-dim tensor.");
+  d = wrap_dim(d, dim());
+  if (step <= 0) throw ValueError("step must be greater than zero");
+  const int64_t n = shape_[d];
+  // Python's rules: negative bounds count from the end, and bounds clamp to [0, n].
+  auto clamp = [n](std::optional<int64_t> v, int64_t fallback) {
+    if (!v) return fallback;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return std::clamp<int64_t>(x, 0, n);
+  };
+  const int64_t b = clamp(start, 0);
+  const int64_t e = std::max(clamp(stop, n), b);
+  Shape shape = shape_;
+  Strides strides = strides_;
+  shape[d] = (e - b + step - 1) / step;
+  strides[d] = strides_[d] * step;
+  return Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  d = wrap_dim(d, dim());
+  const int64_t n = shape_[d];
+  if (start < 0) start += n;
+  if (start < 0 || length < 0 || start + length > n)
+    throw IndexError("start (" + std::to_string(start) + ") + length (" +
+                     std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) +
+                     ").");
+  return slice(d, start, start + length);
+}
+
+Tensor Tensor::index(const IndexList& indices) const {
+  if (static_cast<int64_t>(indices.items.size()) > dim())
+    throw IndexError("too many indices for tensor of dimension " + std::to_string(dim()));
+  Tensor out = *this;
+  int64_t d = 0;  // the output dimension the next index applies to
+  for (const TensorIndex& idx : indices.items) {
+    if (std::holds_alternative<int64_t>(idx)) {
+      out = out.select(d, std::get<int64_t>(idx));  // removes dimension d
+    } else {
+      const Slice& s = std::get<Slice>(idx);
+      out = out.slice(d, s.start, s.stop, s.step);
+      ++d;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::expand(const Shape& shape) const {
+  const int64_t n = static_cast<int64_t>(shape.size());
+  auto fail = [&](const std::string& why) {
+    throw RuntimeError(why + "  Target sizes: " + detail::shape_str(shape) +
+                       ".  Tensor sizes: " + detail::shape_str(shape_));
+  };
+  if (n < dim())
+    fail("expand: the number of sizes provided (" + std::to_string(n) +
+         ") must be greater or equal to the number of dimensions in the tensor (" +
+         std::to_string(dim()) + ").");
+  Shape out_shape(n);
+  Strides out_strides(n);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    const int64_t j = i - (n - dim());  // the matching dimension of this tensor, if any
+    if (j < 0) {
+      if (shape[i] < 0)
+        fail("The expanded size of the tensor (" + std::to_string(shape[i]) +
+             ") isn't allowed in a leading, non-existing dimension " + std::to_string(i) + ".");
+      out_shape[i] = shape[i];
+      out_strides[i] = 0;
+      continue;
+    }
+    const int64_t target = shape[i] == -1 ? shape_[j] : shape[i];
+    if (shape_[j] == target) {
+      out_shape[i] = target;
+      out_strides[i] = strides_[j];
+    } else if (shape_[j] == 1) {
+      out_shape[i] = target;
+      out_strides[i] = 0;  // every index along i reads the same element
+    } else {
+      fail("The expanded size of the tensor (" + std::to_string(target) +
+           ") must match the existing size (" + std::to_string(shape_[j]) +
+           ") at non-singleton dimension " + std::to_string(i) + ".");
+    }
+  }
+  return Tensor(storage_, dtype_, out_shape, out_strides, offset_);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < dim(); ++d) {
+    if (shape_[d] == 1) continue;
+    shape.push_back(shape_[d]);
+    strides.push_back(strides_[d]);
+  }
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim(d, dim());
+  if (dim() == 0 || shape_[d] != 1) return *this;
+  Shape shape = shape_;
+  Strides strides = strides_;
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1);
+  Shape shape = shape_;
+  Strides strides = strides_;
+  const int64_t stride = d >= dim() ? 1 : shape_[d] * strides_[d];
+  shape.insert(shape.begin() + d, 1);
+  strides.insert(strides.begin() + d, stride);
+  return Tensor(storage_, dtype_, shape, strides, offset_);
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim(start, dim());
+  end = wrap_dim(end, dim());
+  if (start > end) throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
+  Shape shape(shape_.begin(), shape_.begin() + start);
+  int64_t merged = 1;
+  for (int64_t d = start; d <= end; ++d) merged *= shape_[d];
+  shape.push_back(merged);
+  shape.insert(shape.end(), shape_.begin() + end + 1, shape_.end());
+  return reshape(shape);
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  const Shape target = infer_size(shape, numel());
+  auto strides = view_strides(shape_, strides_, target);
+  if (!strides)
+    throw RuntimeError(
+        "view size is not compatible with input tensor's size and stride (at least one "
+        "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
+  return Tensor(storage_, dtype_, target, *strides, offset_);
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  const Shape target = infer_size(shape, numel());
+  if (auto strides = view_strides(shape_, strides_, target))
+    return Tensor(storage_, dtype_, target, *strides, offset_);
+  return clone().view(target);  // the strides cannot express it: copy, then view the copy
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+// ---- Tensor: data -----------------------------------------------------------------------------
+
+Tensor Tensor::clone() const {
+  detail::op_device("clone", {this});
+  Tensor out = empty(shape_, dtype_, device());
+  detail::copy_elements(out, *this);
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  detail::op_device("copy_", {this, &src});
+  Tensor source = src.expand(shape_);
+  // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not yet
+  // read; copy it aside first so the result is what a reader expects.
+  if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0) source = source.clone();
+  detail::copy_elements(*this, source);
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  detail::op_device("fill_", {this});
+  return copy_(scalar_tensor(value, dtype_));
+}
+
+Tensor& Tensor::operator=(Scalar value) && { return fill_(value); }
+Tensor& Tensor::operator=(const Tensor& src) && { return copy_(src); }
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  detail::op_device("to", {this});
+  Tensor out = empty(shape_, dtype, device());
+  detail::copy_elements(out, *this);
+  return out;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  throw RuntimeError("cannot move a tensor to " + device.str() +
+                     ": the CUDA backend arrives with chapter 04");
+}
+
+double Tensor::item() const {
+  if (numel() != 1) throw ValueError("only one element tensors can be converted to Python scalars");
+  detail::op_device("item", {this});
+  return dispatch_dtype(dtype_, [&]<typename T>() -> double {
+    return static_cast<double>(static_cast<opmath_t<T>>(*static_cast<const T*>(data_ptr())));
+  });
+}
+
+std::vector<double> Tensor::tolist() const {
+  detail::op_device("tolist", {this});
+  Tensor c = contiguous().to(kFloat64);
+  const double* p = c.data<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+double Tensor::at(const std::vector<int64_t>& idx) const {
+  if (static_cast<int64_t>(idx.size()) != dim())
+    throw IndexError("at(): expected " + std::to_string(dim()) + " indices, got " +
+                     std::to_string(idx.size()));
+  Tensor t = *this;
+  for (int64_t i : idx) t = t.select(0, i);
+  return t.item();
+}
+
+std::string Tensor::str() const { return format_tensor(*this); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ---- creation ---------------------------------------------------------------------------------
+
+Tensor empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t s : shape)
+    if (s < 0)
+      throw RuntimeError("Trying to create tensor with negative dimension " + std::to_string(s) +
+                         ": " + detail::shape_str(shape));
+  const int64_t n = shape_numel(shape);
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * element_size(dtype), device);
+  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
+}
+
+Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bits are 0 in every dtype
+  return t;
+}
+
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  return empty(shape, dtype, device).fill_(1);
+}
+
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype) {
+  return empty(shape, dtype.value_or(value.default_dtype())).fill_(value);
+}
+
+Tensor arange(Scalar end, std::optional<DType> dtype) { return arange(0, end, 1, dtype); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype) {
+  const bool any_float = start.kind() == Scalar::Kind::Float ||
+                         end.kind() == Scalar::Kind::Float || step.kind() == Scalar::Kind::Float;
+  const DType dt = dtype.value_or(any_float ? kFloat32 : kInt64);
+  const double b = start.to_double(), e = end.to_double(), s = step.to_double();
+  if (s == 0) throw RuntimeError("step must be nonzero");
+  if ((s > 0 && e < b) || (s < 0 && e > b))
+    throw RuntimeError("upper bound and larger bound inconsistent with step sign");
+  const int64_t n = static_cast<int64_t>(std::ceil((e - b) / s));
+  Tensor out = empty({n}, dt);
+  dispatch_dtype(dt, [&]<typename T>() {
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(b + static_cast<double>(i) * s);
+  });
+  return out;
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  if (m < 0) m = n;
+  Tensor out = zeros({n, m}, dtype);
+  for (int64_t i = 0; i < std::min(n, m); ++i) out.index({i, i}) = 1;
+  return out;
+}
+
+Tensor tensor(const NestedList& values, std::optional<DType> dtype) {
+  // First pass: the shape, from the first element at each depth, and the widest kind of number.
+  Shape shape;
+  for (const NestedList* level = &values; !level->is_leaf();) {
+    shape.push_back(static_cast<int64_t>(level->items().size()));
+    if (level->items().empty()) break;
+    level = &level->items().front();
+  }
+  Scalar::Kind widest = Scalar::Kind::Bool;
+  std::vector<Scalar> flat;
+  // Second pass: every list at depth d must have shape[d] items, as torch.tensor demands.
+  auto walk = [&](auto&& self, const NestedList& node, size_t depth) -> void {
+    if (node.is_leaf()) {
+      if (depth != shape.size())
+        throw ValueError("expected sequence of length " + std::to_string(shape[depth]) +
+                         " at dim " + std::to_string(depth) + " (got a number)");
+      flat.push_back(node.leaf());
+      widest = std::max(widest, node.leaf().kind());
+      return;
+    }
+    if (depth >= shape.size()) throw ValueError("too many dimensions: a list where a number was expected at dim " + std::to_string(depth));
+    if (static_cast<int64_t>(node.items().size()) != shape[depth])
+      throw ValueError("expected sequence of length " + std::to_string(shape[depth]) +
+                       " at dim " + std::to_string(depth) + " (got " +
+                       std::to_string(node.items().size()) + ")");
+    for (const NestedList& item : node.items()) self(self, item, depth + 1);
+  };
+  walk(walk, values, 0);
+  const DType dt = dtype.value_or(widest == Scalar::Kind::Float ? kFloat32
+                                  : widest == Scalar::Kind::Int ? kInt64
+                                                                : kBool);
+  Tensor out = empty(shape, dt);
+  dispatch_dtype(dt, [&]<typename T>() {
+    T* p = out.data<T>();
+    for (size_t i = 0; i < flat.size(); ++i) {
+      if (flat[i].kind() == Scalar::Kind::Float) p[i] = detail::convert<T>(flat[i].to_double());
+      else p[i] = detail::convert<T>(flat[i].to_int());
+    }
+  });
+  return out;
+}
+
+}  // namespace tiny
