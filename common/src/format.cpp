@@ -96,7 +96,8 @@ constexpr size_t kLineWidth = 80;
 // scientific "5.0000e-01" when magnitudes span more than 1000x or leave [1e-4, 1e8].
 class ElementFormatter {
  public:
-  ElementFormatter(bool floating, const std::vector<double>& values) : floating_(floating) {
+  ElementFormatter(DType dtype, const std::vector<double>& values)
+      : floating_(is_floating(dtype)), bool_(dtype == kBool) {
     if (!floating_) {
       for (double v : values) width_ = std::max(width_, raw(v).size());
       return;
@@ -135,12 +136,11 @@ class ElementFormatter {
     return std::string(width_ > s.size() ? width_ - s.size() : 0, ' ') + s;
   }
 
-  // Integers and bools print as Python prints them.
-  bool is_bool = false;
 
  private:
+  // Integers and bools print as Python prints them.
   std::string raw(double v) const {
-    if (is_bool) return v != 0 ? "True" : "False";
+    if (bool_) return v != 0 ? "True" : "False";
     return std::to_string(static_cast<int64_t>(v));
   }
   static std::string sci(double v) {
@@ -150,6 +150,7 @@ class ElementFormatter {
   }
 
   bool floating_;
+  bool bool_;
   bool int_mode_ = true;
   bool sci_mode_ = false;
   size_t width_ = 1;
@@ -223,8 +224,7 @@ std::string format_tensor(const Tensor& t) {
     const bool summarize = t.numel() > kThreshold;
     std::vector<double> values;
     collect(t, summarize, values);
-    ElementFormatter f(is_floating(t.dtype()), values);
-    f.is_bool = t.dtype() == kBool;
+    const ElementFormatter f(t.dtype(), values);
     body = tensor_str(t, indent, summarize, f);
   }
   if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool)

@@ -189,10 +189,11 @@ bool blas_available() {
 std::string matmul_backend_description() {
 #ifdef TINY_HAS_OPENBLAS
   if (g_backend.load() == MatmulBackend::Blas) {
+    // The config string starts "OpenBLAS 0.3.21 ..."; keep the name and version.
     std::string config = openblas_get_config();
-    while (!config.empty() && config.back() == ' ') config.pop_back();
-    return "OpenBLAS (" + config + ", " + std::to_string(openblas_get_num_threads()) +
-           " threads)";
+    const size_t second_space = config.find(' ', config.find(' ') + 1);
+    return config.substr(0, second_space) + ", " + openblas_get_corename() + " kernels, " +
+           std::to_string(openblas_get_num_threads()) + " threads";
   }
   return "the library's blocked loops (OpenBLAS switched off)";
 #else

@@ -71,7 +71,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t n = std::max(a.size(), b.size());
   Shape out(n);
-  for (size_t i = 0; i < n; ++i) {  // i counts result dims from the left, aligned at the right
+  // Dimensions align at the right; like PyTorch, check from the last one, so the error names
+  // the last mismatching dimension (counted from the left of the result).
+  for (size_t i = n; i-- > 0;) {
     const int64_t offset = static_cast<int64_t>(n - 1 - i);
     const int64_t da = static_cast<int64_t>(a.size()) - 1 - offset;
     const int64_t db = static_cast<int64_t>(b.size()) - 1 - offset;

@@ -7,6 +7,7 @@
 #include "tiny/einops.h"
 #include "tiny/error.h"
 #include "tiny/float_formats.h"
+#include "tiny/flops.h"
 #include "tiny/format.h"
 #include "tiny/ops.h"
 #include "tiny/random.h"

@@ -1,0 +1,52 @@
+# The front door. Everything goes through CMake in build/; this file only names the steps.
+#
+#   make ch01 && ./ch01_napkin    build one chapter and link its program into this folder
+#   make test                     build everything and run every test
+#   make bench                    run the Google Benchmark programs
+#   make golden CH=02             regenerate a chapter's golden output and show the diff
+#   make deps                     install what the build needs (run for you when configuring)
+
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
+CMAKE_FLAGS ?=
+CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
+
+.PHONY: all deps configure build test bench golden clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+# Configure once; CMake re-runs itself when its inputs change.
+$(BUILD)/CMakeCache.txt:
+	@scripts/deps.sh
+	cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# chNN: build chapters/chNN_topic/ and link ./chNN_topic to the executable.
+define chapter_rule
+$(firstword $(subst _, ,$(1))): configure
+	cmake --build $(BUILD) --target $(1) -j $(JOBS)
+	@ln -sf $(BUILD)/$(1) $(1)
+	@echo "built ./$(1)"
+endef
+$(foreach c,$(CHAPTERS),$(eval $(call chapter_rule,$(c))))
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b" || true; done
+
+golden: build
+	@test -n "$(CH)" || (echo "usage: make golden CH=02" && exit 2)
+	python3 tests/golden/update.py $(BUILD) $(CH)
+
+clean:
+	rm -rf $(BUILD) $(CHAPTERS)

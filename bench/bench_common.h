@@ -1,0 +1,26 @@
+// bench_common.h: context every benchmark prints, so its numbers can be read later.
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tiny/tiny.h"
+
+// Records the matmul backend and OPENBLAS_CORETYPE (which, when set to Haswell on an AVX-512
+// machine, halves OpenBLAS's sgemm) in the benchmark's header.
+inline void add_tiny_context() {
+  benchmark::AddCustomContext("tiny matmul", tiny::matmul_backend_description());
+  const char* core = std::getenv("OPENBLAS_CORETYPE");
+  benchmark::AddCustomContext("OPENBLAS_CORETYPE", core ? core : "(unset)");
+}
+
+#define TINY_BENCHMARK_MAIN()                                   \
+  int main(int argc, char** argv) {                             \
+    add_tiny_context();                                         \
+    benchmark::Initialize(&argc, argv);                         \
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
+    benchmark::RunSpecifiedBenchmarks();                        \
+    benchmark::Shutdown();                                      \
+    return 0;                                                   \
+  }

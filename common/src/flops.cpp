@@ -1,0 +1,19 @@
+// flops.cpp: the datasheet numbers the napkin math compares against.
+#include "tiny/flops.h"
+
+namespace tiny {
+
+double promised_flop_per_sec(const std::string& device, DType dtype) {
+  // Dense numbers (no structured sparsity), from NVIDIA's datasheets.
+  const bool half = dtype == kBFloat16 || dtype == kFloat16;
+  if (device == "H100") {
+    if (half) return 1979e12 / 2;  // the sheet's 1979 assumes 2:4 sparsity
+    if (dtype == kFloat32) return 67.5e12;
+  } else if (device == "A100") {
+    if (half) return 312e12;
+    if (dtype == kFloat32) return 19.5e12;
+  }
+  throw ValueError("no promised FLOP/s for " + device + " in " + dtype_name(dtype));
+}
+
+}  // namespace tiny

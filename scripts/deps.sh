@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what the build needs that a fresh Debian machine may lack: CMake and a compiler,
+# GoogleTest (required for the tests), Google Benchmark and OpenBLAS (optional: without them the
+# benchmarks are skipped and matmul uses the library's own loops). Checks first and does nothing
+# when everything is there, so the Makefile can call it on every configure.
+set -euo pipefail
+
+missing=()
+have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+command -v cmake >/dev/null || missing+=(cmake)
+command -v g++ >/dev/null || missing+=(g++)
+command -v ninja >/dev/null || missing+=(ninja-build)
+have_header gtest/gtest.h || missing+=(libgtest-dev)
+have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
+ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || missing+=(libopenblas-dev)
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! { $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; }; then
+  echo "deps: apt-get could not install ${missing[*]}." >&2
+  echo "deps: GoogleTest and CMake are required; OpenBLAS and Google Benchmark are optional." >&2
+  have_header gtest/gtest.h && command -v cmake >/dev/null || exit 1
+fi

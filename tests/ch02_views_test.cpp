@@ -1,0 +1,45 @@
+// Chapter 02's program, run for real: its output against the golden file, and the seven lines
+// seed document 000 prints for tensor_views.py, which must appear exactly and in order.
+#include <gtest/gtest.h>
+
+#include "golden.h"
+
+using namespace tiny::testing;
+
+namespace {
+const ProgramOutput& chapter_output() {
+  static const ProgramOutput r = run_program(TINY_CHAPTER_EXE);
+  return r;
+}
+}  // namespace
+
+TEST(Ch02_Views, RunsAndMatchesGoldenOutput) {
+  ASSERT_EQ(chapter_output().status, 0);
+  EXPECT_TRUE(matches_golden(chapter_output().out, golden_path(TINY_CHAPTER_NAME)));
+}
+
+TEST(Ch02_Views, PrintsTheSevenLinesOfTheDocument) {
+  // Copied from seed document 000's output of tensor_views.py.
+  const std::vector<std::string> document = {
+      "x: shape (3, 4), strides (4, 1), contiguous True",
+      "x.T: shape (4, 3), strides (1, 4), contiguous False, same memory True",
+      "x[1]: offset 4, strides (1,);  x[:, 1]: offset 1, strides (4,)",
+      "after t[0, 1] = 100: x[1, 0] = 100.0",
+      "t.contiguous(): strides (3, 1), same memory False",
+      "t.view(12) fails: view size is not compatible with input tensor's size and stride (at "
+      "least one dimension spans across two contiguous subspaces)",
+      "t.reshape(12) works (it copies when it must): [0.0, 100.0, 8.0, 1.0]"};
+  const auto lines = split_lines(chapter_output().out);
+  ASSERT_GE(lines.size(), document.size() + 1);
+  for (size_t i = 0; i < document.size(); ++i) EXPECT_EQ(lines[i + 1], document[i]) << "line " << i + 2;
+}
+
+// The lecture's facts (seed document 004, sections 3.2.2 and 3.3.2): element (1, 2) of a 4x4
+// tensor sits at 1*4 + 2*1 = 6, and a batched matmul keeps the leading dimensions.
+TEST(Ch02_Views, ReproducesTheLecturesFacts) {
+  const auto& out = chapter_output().out;
+  EXPECT_NE(out.find("element (1, 2) is at 1*4 + 2*1 = 6"), std::string::npos);
+  EXPECT_NE(out.find("(4, 8, 16, 32) @ (32, 2) -> (4, 8, 16, 2)"), std::string::npos);
+  EXPECT_NE(out.find("tensor([[1., 1., 1.],\n        [0., 1., 1.],\n        [0., 0., 1.]])"),
+            std::string::npos);
+}

@@ -1,0 +1,86 @@
+// golden.h: runs a chapter's executable and compares its output with tests/golden/<name>.txt.
+//
+// A golden file holds the exact expected output. Where the machine decides part of a line (a
+// timing, a throughput), that part is written as {{regex}}, and the rest of the line must still
+// match exactly; no line is skipped.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tiny::testing {
+
+struct ProgramOutput {
+  std::string out;
+  int status = -1;
+};
+
+inline ProgramOutput run_program(const std::string& command) {
+  ProgramOutput r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  r.status = pclose(pipe);
+  return r;
+}
+
+inline std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A golden line as a regex: literal text escaped, {{...}} parts taken as written.
+inline std::regex golden_line_regex(const std::string& line) {
+  static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+  std::string pattern;
+  size_t pos = 0;
+  while (pos < line.size()) {
+    const size_t open = line.find("{{", pos);
+    const size_t stop = open == std::string::npos ? line.size() : open;
+    pattern += std::regex_replace(line.substr(pos, stop - pos), special, R"(\$&)");
+    if (open == std::string::npos) break;
+    const size_t close = line.find("}}", open + 2);
+    pattern += "(?:" + line.substr(open + 2, close - open - 2) + ")";
+    pos = close + 2;
+  }
+  return std::regex(pattern);
+}
+
+inline ::testing::AssertionResult matches_golden(const std::string& output,
+                                                 const std::string& golden_path) {
+  std::ifstream file(golden_path);
+  if (!file) return ::testing::AssertionFailure() << "cannot read " << golden_path;
+  std::stringstream ss;
+  ss << file.rdbuf();
+  const auto expected = split_lines(ss.str());
+  const auto actual = split_lines(output);
+  const size_t n = std::max(expected.size(), actual.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string e = i < expected.size() ? expected[i] : "<end of golden file>";
+    const std::string a = i < actual.size() ? actual[i] : "<end of output>";
+    const bool ok = i < expected.size() && i < actual.size() &&
+                    (e.find("{{") == std::string::npos ? e == a
+                                                       : std::regex_match(a, golden_line_regex(e)));
+    if (!ok)
+      return ::testing::AssertionFailure() << golden_path << ", line " << (i + 1)
+                                           << ":\n  expected: " << e << "\n  actual:   " << a
+                                           << "\n(make golden CH=.. regenerates it, showing the diff)";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline std::string golden_path(const std::string& chapter) {
+  return std::string(TINY_SOURCE_DIR) + "/tests/golden/" + chapter + ".txt";
+}
+
+}  // namespace tiny::testing

@@ -1,0 +1,133 @@
+// Storage and Tensor: creation, metadata, element access, copies, conversions, the allocator's
+// accounting, and the device model's answers on a machine without CUDA.
+#include "test_util.h"
+
+using namespace tiny;
+using namespace tiny::testing;
+
+TEST(Tensor, ZerosOfFourByEightIs128Bytes) {  // seed document 003
+  Tensor x = zeros({4, 8});
+  EXPECT_EQ(x.dtype(), kFloat32);
+  EXPECT_EQ(x.shape(), (Shape{4, 8}));
+  EXPECT_EQ(x.numel(), 32);
+  EXPECT_EQ(x.element_size(), 4u);
+  EXPECT_EQ(x.nbytes(), 128u);
+  EXPECT_EQ(x.storage()->nbytes(), 128u);
+  EXPECT_EQ(x.sum().item(), 0.0);
+}
+
+TEST(Tensor, CreationFromNestedListsInfersDtypes) {
+  Tensor f = tensor({{1., 2, 3}, {4, 5, 6}});
+  EXPECT_EQ(f.dtype(), kFloat32);
+  EXPECT_EQ(f.shape(), (Shape{2, 3}));
+  EXPECT_EQ(f.tolist(), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(tensor({1, 2}).dtype(), kInt64);
+  EXPECT_EQ(tensor({true, false}).dtype(), kBool);
+  EXPECT_EQ(tensor({1, 2}, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(tensor(2.5).dim(), 0);
+  EXPECT_EQ(tensor({{1., 2}, {3, 4}}).at({1, 0}), 3.0);
+  EXPECT_TRUE(throws_with<ValueError>([] { tensor({{1, 2, 3}, {4, 5}}); },
+                                      "expected sequence of length 3 at dim 1 (got 2)"));
+}
+
+TEST(Tensor, FactoryFunctions) {
+  EXPECT_EQ(ones({2, 3}).sum().item(), 6.0);
+  EXPECT_EQ(full({2, 2}, 7).dtype(), kInt64);
+  EXPECT_EQ(full({2, 2}, 1.5).tolist(), (std::vector<double>{1.5, 1.5, 1.5, 1.5}));
+  EXPECT_EQ(arange(5).tolist(), (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(5).dtype(), kInt64);
+  EXPECT_EQ(arange(12.0).dtype(), kFloat32);
+  EXPECT_EQ(arange(1, 2, 0.25).tolist(), (std::vector<double>{1, 1.25, 1.5, 1.75}));
+  EXPECT_EQ(arange(5, 0, -2).tolist(), (std::vector<double>{5, 3, 1}));
+  EXPECT_TRUE(equal(eye(3), tensor({{1., 0, 0}, {0, 1, 0}, {0, 0, 1}})));
+  EXPECT_EQ(eye(2, 3).shape(), (Shape{2, 3}));
+  EXPECT_EQ(empty({0, 3}).numel(), 0);
+  EXPECT_TRUE(throws_with<RuntimeError>([] { arange(0, 5, 0); }, "step must be nonzero"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { empty({2, -1}); }, "negative dimension -1"));
+  EXPECT_EQ(from_vector<int32_t>({1, 2, 3, 4}, {2, 2}).dtype(), kInt32);
+}
+
+TEST(Tensor, ItemAndTolist) {
+  EXPECT_EQ(tensor({3.5}).item(), 3.5);
+  EXPECT_EQ(tensor({7}).item<int64_t>(), 7);
+  EXPECT_TRUE(throws_with<ValueError>([] { ones({3}).item(); },
+                                      "only one element tensors can be converted to Python scalars"));
+  EXPECT_TRUE(throws_with<IndexError>([] { ones({2, 2}).at({2, 0}); },
+                                      "index 2 is out of bounds for dimension 0 with size 2"));
+  EXPECT_TRUE(throws_with<TypeError>([] { ones({2}).data<double>(); },
+                                     "expected scalar type Double but found Float"));
+}
+
+TEST(Tensor, ConversionsBetweenDtypes) {
+  Tensor x = tensor({-1.5, 0.0, 2.7});
+  EXPECT_EQ(x.to(kInt64).tolist(), (std::vector<double>{-1, 0, 2}));  // truncation, as C casts
+  EXPECT_EQ(x.to(kBool).tolist(), (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(x.to(kFloat32).data_ptr(), x.data_ptr());  // same dtype: the same tensor
+  EXPECT_NE(x.to(kFloat64).data_ptr(), x.data_ptr());
+  EXPECT_EQ(tensor({true, false}).to(kFloat32).tolist(), (std::vector<double>{1, 0}));
+}
+
+TEST(Tensor, CopyBroadcastsAndConverts) {
+  Tensor dst = zeros({2, 3});
+  dst.copy_(tensor({1, 2, 3}));
+  EXPECT_EQ(dst.tolist(), (std::vector<double>{1, 2, 3, 1, 2, 3}));
+  dst.fill_(4.5);
+  EXPECT_EQ(dst.sum().item(), 27.0);
+  // Writing through a view changes the original.
+  dst[1] = tensor({7., 8, 9});
+  EXPECT_EQ(dst.tolist(), (std::vector<double>{4.5, 4.5, 4.5, 7, 8, 9}));
+  dst.index({Slice{}, 0}) = -1;
+  EXPECT_EQ(dst.at({0, 0}), -1.0);
+  EXPECT_EQ(dst.at({1, 0}), -1.0);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { dst.copy_(ones({4})); }, "must match the existing size"));
+}
+
+TEST(Tensor, CopyFromAnOverlappingViewReadsBeforeWriting) {
+  Tensor x = arange(9.0).reshape({3, 3});
+  x.copy_(x.T());  // without care, later reads would see earlier writes
+  EXPECT_EQ(x.tolist(), (std::vector<double>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
+}
+
+TEST(Tensor, CloneIsIndependent) {
+  Tensor x = arange(4.0);
+  Tensor y = x.clone();
+  y[0] = 10;
+  EXPECT_EQ(x.at({0}), 0.0);
+  EXPECT_FALSE(y.shares_storage_with(x));
+}
+
+TEST(Allocator, AccountsBytesAndReusesBlocks) {
+  const int64_t before = memory_allocated();
+  reset_peak_memory_stats();
+  {
+    Tensor a = empty({32, 32});  // 4096 bytes
+    Tensor b = empty({32, 32});
+    EXPECT_EQ(memory_allocated() - before, 2 * 32 * 32 * 4);
+    Tensor c = empty({3});  // 12 bytes, accounted as 512 like PyTorch
+    EXPECT_EQ(memory_allocated() - before, 2 * 4096 + 512);
+  }
+  EXPECT_EQ(memory_allocated(), before);
+  EXPECT_GE(max_memory_allocated() - before, 2 * 4096 + 512);
+  // The next allocation of the same size comes from the cache.
+  const int64_t hits = memory_stats().cache_hits;
+  { Tensor again = empty({32, 32}); }
+  EXPECT_EQ(memory_stats().cache_hits, hits + 1);
+  empty_cache();
+  // Only live blocks stay reserved: each at most 1/8 larger than its accounted size.
+  const MemoryStats s = memory_stats();
+  EXPECT_LE(s.reserved, s.allocated * 9 / 8 + 4096);
+}
+
+TEST(Device, CpuOnlyMachineReportsWhy) {
+  EXPECT_EQ(Device::cpu().str(), "cpu");
+  EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
+  if (!cuda::available()) {
+    EXPECT_FALSE(cuda::unavailable_reason().empty());
+    EXPECT_EQ(cuda::device_count(), 0);
+    EXPECT_TRUE(throws_with<RuntimeError>([] { empty({2}, kFloat32, Device::cuda()); }, "cuda:0"));
+    EXPECT_TRUE(throws_with<RuntimeError>([] { ones({2}).to(Device::cuda()); }, "CUDA"));
+  } else {
+    GTEST_SKIP() << "a CUDA device is present; the CPU-only answers are not what it gives";
+  }
+  EXPECT_TRUE(ones({2}).to(Device::cpu()).defined());
+}

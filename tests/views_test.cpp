@@ -1,0 +1,220 @@
+// Views: strides and offsets of every view op, writes through views, and the view rule checked
+// against an independent brute-force implementation on many random stride patterns.
+#include "test_util.h"
+
+using namespace tiny;
+using namespace tiny::testing;
+
+TEST(Views, TheDocumentsTwelveNumbers) {  // seed document 000, tensor_views.py
+  Tensor x = arange(12.0).reshape({3, 4});
+  EXPECT_EQ(x.strides(), (Strides{4, 1}));
+  EXPECT_TRUE(x.is_contiguous());
+  Tensor t = x.T();
+  EXPECT_EQ(t.shape(), (Shape{4, 3}));
+  EXPECT_EQ(t.strides(), (Strides{1, 4}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_EQ(t.data_ptr(), x.data_ptr());
+  EXPECT_EQ(x[1].storage_offset(), 4);
+  EXPECT_EQ(x[1].strides(), (Strides{1}));
+  EXPECT_EQ(x.index({Slice{}, 1}).storage_offset(), 1);
+  EXPECT_EQ(x.index({Slice{}, 1}).strides(), (Strides{4}));
+  t.index({0, 1}) = 100.0;
+  EXPECT_EQ(x.at({1, 0}), 100.0);
+  EXPECT_EQ(t.contiguous().strides(), (Strides{3, 1}));
+  EXPECT_NE(t.contiguous().data_ptr(), x.data_ptr());
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { t.view({12}); },
+      "view size is not compatible with input tensor's size and stride (at least one dimension "
+      "spans across two contiguous subspaces). Use .reshape(...) instead."));
+  Tensor r = t.reshape({12});
+  EXPECT_EQ(r.slice(0, 0, 4).tolist(), (std::vector<double>{0.0, 100.0, 8.0, 1.0}));
+  EXPECT_FALSE(r.shares_storage_with(x));  // it had to copy
+}
+
+TEST(Views, TheLecturesViews) {  // seed document 004, section 3.2.2
+  Tensor x = tensor({{1., 2, 3}, {4, 5, 6}});
+  for (const Tensor& y : {x[0], x.index({Slice{}, 1}), x.view({3, 2}), x.transpose(1, 0)})
+    EXPECT_TRUE(y.shares_storage_with(x));
+  EXPECT_EQ(x.index({Slice{}, 1}).strides(), (Strides{3}));
+  EXPECT_EQ(x.view({3, 2}).strides(), (Strides{2, 1}));
+  EXPECT_EQ(x.transpose(1, 0).strides(), (Strides{1, 3}));
+  Tensor y = x.transpose(1, 0).contiguous().view({2, 3});
+  EXPECT_FALSE(y.shares_storage_with(x));
+  EXPECT_TRUE(equal(y, tensor({{1., 4, 2}, {5, 3, 6}})));
+  Tensor v = x.view({3, 2});
+  x[0][0] = 100;
+  EXPECT_EQ(v.at({0, 0}), 100.0);
+  // Element (1, 2) of a 4x4 tensor is at 1 * 4 + 2 * 1 = 6 (section 3.3.2).
+  Tensor m = arange(16.0).reshape({4, 4});
+  EXPECT_EQ(1 * m.stride(0) + 2 * m.stride(1), 6);
+  EXPECT_EQ(m.at({1, 2}), 6.0);
+}
+
+TEST(Views, SelectSliceNarrowFollowPython) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 500; ++trial) {
+    const int64_t n = uniform_int(rng, 0, 7);
+    Tensor x = arange(n);
+    auto opt = [&]() -> std::optional<int64_t> {
+      if (uniform_int(rng, 0, 3) == 0) return std::nullopt;
+      return uniform_int(rng, -9, 9);
+    };
+    const auto start = opt(), stop = opt();
+    const int64_t step = uniform_int(rng, 1, 3);
+    // Python's slice.indices(), written out: clamp, then walk.
+    auto norm = [&](std::optional<int64_t> v, int64_t dflt) {
+      if (!v) return dflt;
+      int64_t i = *v < 0 ? *v + n : *v;
+      return std::max<int64_t>(0, std::min(i, n));
+    };
+    std::vector<double> expected;
+    for (int64_t i = norm(start, 0); i < norm(stop, n); i += step) expected.push_back(double(i));
+    EXPECT_EQ(x.slice(0, start, stop, step).tolist(), expected);
+  }
+  Tensor x = arange(6).reshape({2, 3});
+  EXPECT_EQ(x.select(1, -1).tolist(), (std::vector<double>{2, 5}));
+  EXPECT_EQ(x.narrow(1, 1, 2).tolist(), (std::vector<double>{1, 2, 4, 5}));
+  EXPECT_EQ(x.index({1, Slice{std::nullopt, std::nullopt, 2}}).tolist(), (std::vector<double>{3, 5}));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(0, 2); }, "index 2 is out of bounds for dimension 0 with size 2"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(2, 0); },
+                                      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.index({0, 0, 0}); }, "too many indices"));
+  EXPECT_TRUE(throws_with<ValueError>([&] { x.slice(0, 0, 2, 0); }, "step must be greater than zero"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x[0][0][0]; }, "invalid index of a 0-dim tensor"));
+}
+
+TEST(Views, ExpandSqueezeUnsqueezeFlattenPermute) {
+  Tensor v = tensor({1., 2, 3});
+  Tensor e = v.expand({2, 3});
+  EXPECT_EQ(e.strides(), (Strides{0, 1}));
+  EXPECT_TRUE(e.shares_storage_with(v));
+  EXPECT_EQ(e.tolist(), (std::vector<double>{1, 2, 3, 1, 2, 3}));
+  EXPECT_EQ(v.unsqueeze(1).expand({-1, 4}).shape(), (Shape{3, 4}));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { v.expand({2, 4}); },
+      "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
+      "dimension 1.  Target sizes: [2, 4].  Tensor sizes: [3]"));
+  Tensor s = zeros({1, 3, 1, 2});
+  EXPECT_EQ(s.squeeze().shape(), (Shape{3, 2}));
+  EXPECT_EQ(s.squeeze(2).shape(), (Shape{1, 3, 2}));
+  EXPECT_EQ(s.squeeze(1).shape(), (Shape{1, 3, 1, 2}));  // not size 1: unchanged
+  EXPECT_EQ(v.unsqueeze(0).shape(), (Shape{1, 3}));
+  EXPECT_EQ(v.unsqueeze(-1).shape(), (Shape{3, 1}));
+  Tensor p = zeros({2, 3, 4}).permute({2, 0, 1});
+  EXPECT_EQ(p.shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(p.strides(), (Strides{1, 12, 4}));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { zeros({2, 3}).permute({0, 0}); }, "duplicate dims"));
+  Tensor f = zeros({2, 3, 4});
+  EXPECT_EQ(f.flatten().shape(), (Shape{24}));
+  EXPECT_EQ(f.flatten(1).shape(), (Shape{2, 12}));
+  EXPECT_TRUE(f.flatten(1).shares_storage_with(f));
+  EXPECT_FALSE(f.transpose(0, 2).flatten().shares_storage_with(f));  // must copy
+  EXPECT_EQ(scalar_tensor(1.0).flatten().shape(), (Shape{1}));
+}
+
+TEST(Views, ViewAndReshapeErrors) {
+  Tensor x = arange(12.0);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({5}); }, "shape '[5]' is invalid for input of size 12"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.reshape({5}); }, "shape '[5]' is invalid for input of size 12"));
+  EXPECT_EQ(x.view({-1, 3}).shape(), (Shape{4, 3}));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({-1, -1}); }, "only one dimension can be inferred"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({-1, 5}); }, "shape '[-1, 5]' is invalid for input of size 12"));
+}
+
+// The view rule, independently: a new shape can view the memory iff there are strides under
+// which every element, taken in row-major order of the new shape, lands where the old layout
+// puts the element with the same row-major position. The candidate strides are read off the
+// old layout: stride of new dim d = (address of the element one step along d) - (address of the
+// first element); then every element is checked.
+static std::optional<Strides> brute_force_view(const Shape& old_shape, const Strides& old_strides,
+                                               const Shape& new_shape) {
+  std::vector<int64_t> address;  // memory position of each element in row-major order
+  for (const auto& idx : all_indices(old_shape)) {
+    int64_t a = 0;
+    for (size_t d = 0; d < idx.size(); ++d) a += idx[d] * old_strides[d];
+    address.push_back(a);
+  }
+  const Strides row_major = contiguous_strides(new_shape);
+  Strides strides(new_shape.size(), 0);
+  for (size_t d = 0; d < new_shape.size(); ++d)
+    if (new_shape[d] > 1) strides[d] = address[row_major[d]] - address[0];
+  const auto indices = all_indices(new_shape);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    int64_t a = address[0];
+    for (size_t d = 0; d < new_shape.size(); ++d) a += indices[k][d] * strides[d];
+    if (a != address[k]) return std::nullopt;
+  }
+  return strides;
+}
+
+TEST(Views, ViewRuleAgreesWithBruteForceOnRandomLayouts) {
+  TINY_SEEDED(rng);
+  int viewable = 0, refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    // A random layout: a random shape, permuted, sliced with steps, sometimes expanded.
+    Tensor base = zeros(random_shape(rng, 4, 4));
+    Tensor t = base;
+    if (t.dim() > 1) {
+      std::vector<int64_t> order(t.dim());
+      for (int64_t i = 0; i < t.dim(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      t = t.permute(order);
+    }
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (uniform_int(rng, 0, 3) == 0) t = t.slice(d, 0, std::nullopt, uniform_int(rng, 1, 2));
+    if (uniform_int(rng, 0, 4) == 0) {  // a broadcast dimension: stride 0
+      Shape s(static_cast<size_t>(t.dim() + 1), -1);
+      s[0] = 2;
+      t = t.unsqueeze(0).expand(s);
+    }
+    if (t.numel() == 0) continue;
+    // A random new shape with the same number of elements: factor numel into random parts.
+    int64_t n = t.numel();
+    Shape target;
+    while (n > 1) {
+      std::vector<int64_t> divisors;
+      for (int64_t k = 2; k <= n; ++k)
+        if (n % k == 0) divisors.push_back(k);
+      const int64_t k = divisors[uniform_int(rng, 0, static_cast<int64_t>(divisors.size()) - 1)];
+      target.push_back(k);
+      n /= k;
+      if (uniform_int(rng, 0, 5) == 0) target.push_back(1);
+    }
+    std::shuffle(target.begin(), target.end(), rng);
+    const auto ours = view_strides(t.shape(), t.strides(), target);
+    const auto brute = brute_force_view(t.shape(), t.strides(), target);
+    ASSERT_EQ(ours.has_value(), brute.has_value())
+        << "shape " << format_tuple(t.shape()) << " strides " << format_tuple(t.strides())
+        << " -> " << format_tuple(target);
+    if (!ours) {
+      ++refused;
+      continue;
+    }
+    ++viewable;
+    for (size_t d = 0; d < target.size(); ++d)
+      if (target[d] > 1) {
+        ASSERT_EQ((*ours)[d], (*brute)[d]);
+      }
+  }
+  EXPECT_GT(viewable, 100);  // both outcomes were exercised
+  EXPECT_GT(refused, 100);
+}
+
+TEST(Views, ReshapeIsAViewExactlyWhenViewWorks) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 200; ++trial) {
+    const Tensor values = random_values(rng, random_shape(rng, 3, 4));
+    const Tensor t = random_layout(rng, values, kFloat32);
+    const Shape flat = {t.numel()};
+    const Tensor r = t.reshape(flat);
+    EXPECT_EQ(r.shares_storage_with(t), view_strides(t.shape(), t.strides(), flat).has_value());
+    EXPECT_EQ(r.tolist(), t.contiguous().tolist());
+  }
+}
+
+TEST(Views, IsContiguousIgnoresSizeOneStrides) {
+  Tensor x = zeros({3, 1, 4});
+  Tensor odd(x.storage(), kFloat32, {3, 1, 4}, {4, 99, 1}, 0);  // the size-1 stride is irrelevant
+  EXPECT_TRUE(odd.is_contiguous());
+  EXPECT_FALSE(x.slice(2, 0, std::nullopt, 2).is_contiguous());
+  EXPECT_TRUE(x.index({Slice{0, 1}}).is_contiguous());
+  EXPECT_TRUE(zeros({0, 3}).transpose(0, 1).is_contiguous());  // no elements: trivially
+}
