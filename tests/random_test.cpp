@@ -28,6 +28,27 @@ TEST(Random, RandnBlockPathMatchesTorch) {
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(v[i], torch[i], 2.5e-7) << i;
 }
 
+// Values printed by torch 1.13 on this machine (torch.Generator().manual_seed(0)); the script
+// that made them is tests/fixtures/random_fixtures.py.
+TEST(Random, TailOfTheBlockPathAndFloat64MatchTorch) {
+  Generator g(0);
+  const auto v = randn({20}, kFloat32, g).tolist();  // 16 + a tail that redoes the last 16
+  const std::vector<double> tail = {0.9318265914916992, 1.2590092420578003, 2.0049805641174316,
+                                    0.05373690277338028};
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(v[16 + i], tail[i], 2.5e-7) << i;
+  g.manual_seed(0);
+  const auto d = randn({5}, kFloat64, g).tolist();
+  const std::vector<double> torch64 = {1.5409961082440433, -0.2934289057609464, -2.1787893820745574,
+                                       0.5684312772806678, -1.084522342424021};
+  for (size_t i = 0; i < 5; ++i) EXPECT_NEAR(d[i], torch64[i], 1e-15) << i;
+  g.manual_seed(0);
+  EXPECT_EQ(rand({3}, kFloat64, g).tolist(),
+            (std::vector<double>{0.9700530018065531, 0.707819864399788, 0.45938294312745087}));
+  g.manual_seed(0);  // a range of 2^40 takes 64-bit draws
+  EXPECT_EQ(randint(3, int64_t(1) << 40, {3}, g).tolist(),
+            (std::vector<double>{741308245840, 506173264053, 291477995287}));
+}
+
 TEST(Random, RandintMatchesTorch) {
   manual_seed(0);
   EXPECT_EQ(randint(10, {5}).tolist(), (std::vector<double>{4, 9, 3, 0, 3}));

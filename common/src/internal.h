@@ -4,6 +4,7 @@
 // - the strided loop every elementwise kernel is built on,
 // - element conversion between dtypes.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -82,15 +83,39 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strid
     row(int64_t(1), zero, zero);
     return;
   }
+  if (sizes.size() == 1) {  // one long row
+    row(sizes[0], std::array<int64_t, N>{}, st[0]);
+    return;
+  }
+  // The last two dimensions form a matrix of rows. If some operand walks its rows across memory
+  // (a transposed input: large step along the row, step 1 down the column), reading it row by
+  // row touches one element per cache line; going tile by tile keeps both layouts in cache.
   const size_t nd = sizes.size();
-  const int64_t inner = sizes[nd - 1];
-  const std::array<int64_t, N> inner_steps = st[nd - 1];
-  std::vector<int64_t> counter(nd, 0);
+  const int64_t rows = sizes[nd - 2], inner = sizes[nd - 1];
+  const std::array<int64_t, N> row_steps = st[nd - 2], inner_steps = st[nd - 1];
+  bool crosses = false;
+  for (size_t k = 0; k < N; ++k) crosses |= inner_steps[k] != 1 && row_steps[k] == 1;
+  const int64_t tile_cols = crosses ? 128 : inner, tile_rows = crosses ? 128 : rows;
+  auto matrix = [&](const std::array<int64_t, N>& base) {
+    for (int64_t i0 = 0; i0 < rows; i0 += tile_rows) {
+      const int64_t i1 = std::min(rows, i0 + tile_rows);
+      for (int64_t j0 = 0; j0 < inner; j0 += tile_cols) {
+        const int64_t n = std::min(tile_cols, inner - j0);
+        for (int64_t i = i0; i < i1; ++i) {
+          std::array<int64_t, N> off;
+          for (size_t k = 0; k < N; ++k) off[k] = base[k] + i * row_steps[k] + j0 * inner_steps[k];
+          row(n, off, inner_steps);
+        }
+      }
+    }
+  };
+  // The dimensions before the last two, like an odometer.
+  const size_t outer = nd - 2;
+  std::vector<int64_t> counter(outer, 0);
   std::array<int64_t, N> offsets{};
   while (true) {
-    row(inner, offsets, inner_steps);
-    // Advance the outer dimensions like an odometer.
-    size_t d = nd - 1;
+    matrix(offsets);
+    size_t d = outer;
     while (true) {
       if (d == 0) return;
       --d;
