@@ -6,17 +6,7 @@
 
 using namespace tiny::testing;
 
-namespace {
-const ProgramOutput& chapter_output() {
-  static const ProgramOutput r = run_program(TINY_CHAPTER_EXE);
-  return r;
-}
-}  // namespace
-
-TEST(Ch02_Views, RunsAndMatchesGoldenOutput) {
-  ASSERT_EQ(chapter_output().status, 0);
-  EXPECT_TRUE(matches_golden(chapter_output().out, golden_path(TINY_CHAPTER_NAME)));
-}
+TINY_GOLDEN_TEST(Ch02_Views)
 
 TEST(Ch02_Views, PrintsTheSevenLinesOfTheDocument) {
   // Copied from seed document 000's output of tensor_views.py.

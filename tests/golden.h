@@ -83,4 +83,27 @@ inline std::string golden_path(const std::string& chapter) {
   return std::string(TINY_SOURCE_DIR) + "/tests/golden/" + chapter + ".txt";
 }
 
+#ifdef TINY_CHAPTER_EXE
+// The output of this suite's chapter, run once.
+inline const ProgramOutput& chapter_output() {
+  static const ProgramOutput r = run_program(TINY_CHAPTER_EXE);
+  return r;
+}
+
+// True when the chapter printed `line` as one whole line.
+inline bool chapter_prints(const std::string& line) {
+  for (const auto& l : split_lines(chapter_output().out))
+    if (l == line) return true;
+  return false;
+}
+
+// The test every chapter has: it runs, and its output matches tests/golden/<chapter>.txt.
+#define TINY_GOLDEN_TEST(Suite)                                                   \
+  TEST(Suite, RunsAndMatchesGoldenOutput) {                                       \
+    ASSERT_EQ(::tiny::testing::chapter_output().status, 0);                       \
+    EXPECT_TRUE(::tiny::testing::matches_golden(::tiny::testing::chapter_output().out, \
+                                                ::tiny::testing::golden_path(TINY_CHAPTER_NAME))); \
+  }
+#endif
+
 }  // namespace tiny::testing

@@ -30,6 +30,14 @@ template <typename T> struct MatrixRef {
   T operator()(int64_t i, int64_t j) const { return data[i * rs + j * cs]; }
 };
 
+// Copies a rows x cols matrix into `buffer` in row-major order and points `m` at the copy.
+template <typename T> void pack_rows(MatrixRef<T>& m, int64_t rows, int64_t cols, std::vector<T>& buffer) {
+  buffer.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buffer[i * cols + j] = m(i, j);
+  m = {buffer.data(), cols, 1};
+}
+
 // C (M x N, row-major, contiguous) = A (M x K) @ B (K x N), with cache blocking: a block of B's
 // rows stays in cache while every row of A's block streams past it, and the innermost loop runs
 // along a contiguous row of B and C, which the compiler vectorises.
@@ -38,15 +46,9 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> 
   std::fill(C, C + M * N, T(0));
   // Make B row-major so its rows are contiguous (a copy only when it is not already).
   std::vector<T> packed;
+  if (B.cs != 1) pack_rows(B, K, N, packed);
   const T* b = B.data;
-  int64_t ldb = B.rs;
-  if (B.cs != 1) {
-    packed.resize(static_cast<size_t>(K * N));
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) packed[k * N + j] = B(k, j);
-    b = packed.data();
-    ldb = N;
-  }
+  const int64_t ldb = B.rs;
   constexpr int64_t kc = 256, nc = 512, mc = 64;
   for (int64_t j0 = 0; j0 < N; j0 += nc) {
     const int64_t j1 = std::min(N, j0 + nc);
@@ -79,24 +81,16 @@ template <typename T> bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t col
 
 template <typename T>
 void gemm_blas(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
-  CBLAS_TRANSPOSE ta, tb;
-  int64_t lda, ldb;
+  CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
+  int64_t lda = 0, ldb = 0;
   std::vector<T> a_copy, b_copy;
   if (!blas_layout(A, M, K, ta, lda)) {
-    a_copy.resize(static_cast<size_t>(M * K));
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t k = 0; k < K; ++k) a_copy[i * K + k] = A(i, k);
-    A = {a_copy.data(), K, 1};
-    ta = CblasNoTrans;
-    lda = K;
+    pack_rows(A, M, K, a_copy);
+    blas_layout(A, M, K, ta, lda);
   }
   if (!blas_layout(B, K, N, tb, ldb)) {
-    b_copy.resize(static_cast<size_t>(K * N));
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < N; ++j) b_copy[k * N + j] = B(k, j);
-    B = {b_copy.data(), N, 1};
-    tb = CblasNoTrans;
-    ldb = N;
+    pack_rows(B, K, N, b_copy);
+    blas_layout(B, K, N, tb, ldb);
   }
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A.data, lda, B.data, ldb, 0.0f, C, N);

@@ -23,7 +23,7 @@ Tensor rearrange(const Tensor& x, const std::string& pattern, const AxisSizes& s
 Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& reduction,
               const AxisSizes& sizes = {});
 /// Multiplies and sums over named dimensions:
-/// einsum({x, y}, "batch seq1 hidden, batch seq2 hidden -> batch seq1 seq2").
+/// einsum({q, k}, "batch query dim, batch key dim -> batch query key").
 Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern);
 /// einsum of one tensor.
 inline Tensor einsum(const Tensor& a, const std::string& pattern) { return einsum(std::vector<Tensor>{a}, pattern); }
