@@ -98,7 +98,7 @@ static void index_to_offset() {
   std::printf("\n== where element (r, c) lives ==\n");
   Tensor x = arange(16.0).reshape({4, 4});
   const int64_t r = 1, c = 2;
-  const int64_t offset = x.storage_offset() + r * x.stride(0) + c * x.stride(1);
+  const int64_t offset = x.offset_of({r, c});
   std::printf("4x4 tensor, strides %s: element (%lld, %lld) is at %lld*%lld + %lld*%lld = %lld\n",
               strides_of(x).c_str(), static_cast<long long>(r), static_cast<long long>(c),
               static_cast<long long>(r), static_cast<long long>(x.stride(0)),
@@ -107,6 +107,10 @@ static void index_to_offset() {
   const float* memory = static_cast<const float*>(x.storage()->data());
   std::printf("memory[%lld] = %s, x[1, 2] = %s\n", static_cast<long long>(offset),
               repr(memory[offset]).c_str(), repr(x.at({r, c})).c_str());
+  // The same element seen through the transpose: the strides swap, so the index does too.
+  Tensor t = x.T();
+  std::printf("x.T has strides %s: element (2, 1) of x.T is at %lld, the same cell\n",
+              strides_of(t).c_str(), static_cast<long long>(t.offset_of({c, r})));
 }
 
 // Part 4: a few ops that a language model leans on.

@@ -73,6 +73,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   Shape out(n);
   // Dimensions align at the right; like PyTorch, check from the last one, so the error names
   // the last mismatching dimension (counted from the left of the result).
+  // BEGIN SOLUTION broadcast_shape
   for (size_t i = n; i-- > 0;) {
     const int64_t offset = static_cast<int64_t>(n - 1 - i);
     const int64_t da = static_cast<int64_t>(a.size()) - 1 - offset;
@@ -85,6 +86,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
                          ") at non-singleton dimension " + std::to_string(i));
     out[i] = sa == 1 ? sb : sa;
   }
+  // END SOLUTION broadcast_shape
   return out;
 }
 
@@ -122,6 +124,8 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
     for (auto& s : out) s = 1;
     return out;
   }
+  // The common case, row-major memory, can take any shape with row-major strides.
+  if (old_strides == contiguous_strides(old_shape)) return contiguous_strides(new_shape);
   // BEGIN SOLUTION view_rule
   int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
   int64_t chunk_base_stride = old_strides.back();
@@ -210,7 +214,7 @@ void* Tensor::data_ptr() const {
 }
 
 bool Tensor::is_contiguous() const {
-  // BEGIN SOLUTION contiguous_strides
+  // BEGIN SOLUTION is_contiguous
   if (numel() == 0) return true;
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
@@ -219,7 +223,7 @@ bool Tensor::is_contiguous() const {
     expected *= shape_[d];
   }
   return true;
-  // END SOLUTION contiguous_strides
+  // END SOLUTION is_contiguous
 }
 
 // ---- Tensor: views ----------------------------------------------------------------------------
@@ -482,13 +486,32 @@ std::vector<double> Tensor::tolist() const {
   return std::vector<double>(p, p + c.numel());
 }
 
-double Tensor::at(const std::vector<int64_t>& idx) const {
-  if (static_cast<int64_t>(idx.size()) != dim())
-    throw IndexError("at(): expected " + std::to_string(dim()) + " indices, got " +
-                     std::to_string(idx.size()));
-  Tensor t = *this;
-  for (int64_t i : idx) t = t.select(0, i);
-  return t.item();
+int64_t Tensor::offset_of(const std::vector<int64_t>& index) const {
+  if (static_cast<int64_t>(index.size()) != dim())
+    throw IndexError("expected " + std::to_string(dim()) + " indices for a " +
+                     std::to_string(dim()) + "-dim tensor, got " + std::to_string(index.size()));
+  std::vector<int64_t> idx = index;
+  for (int64_t d = 0; d < dim(); ++d) {
+    const int64_t n = shape_[d];
+    if (idx[d] < -n || idx[d] >= n)
+      throw IndexError("index " + std::to_string(idx[d]) + " is out of bounds for dimension " +
+                       std::to_string(d) + " with size " + std::to_string(n));
+    if (idx[d] < 0) idx[d] += n;
+  }
+  // BEGIN SOLUTION index_to_offset
+  int64_t position = offset_;
+  for (int64_t d = 0; d < dim(); ++d) position += idx[d] * strides_[d];
+  return position;
+  // END SOLUTION index_to_offset
+}
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  detail::op_device("at", {this});
+  const int64_t position = offset_of(index);
+  return dispatch_dtype(dtype_, [&]<typename T>() -> double {
+    const T* base = static_cast<const T*>(storage_->data());
+    return static_cast<double>(static_cast<opmath_t<T>>(base[position]));
+  });
 }
 
 std::string Tensor::str() const { return format_tensor(*this); }

@@ -13,10 +13,18 @@
 namespace tiny {
 
 /// FLOPs to train a model of `parameters` on `tokens`: 6 per parameter per token.
-inline double training_flops(double parameters, double tokens) { return 6.0 * parameters * tokens; }
+inline double training_flops(double parameters, double tokens) {
+  // BEGIN SOLUTION training_flops
+  return 6.0 * parameters * tokens;
+  // END SOLUTION training_flops
+}
 
 /// FLOPs of (B, D) @ (D, K): each of the B*K outputs takes D multiplies and D adds.
-inline double matmul_flops(double B, double D, double K) { return 2.0 * B * D * K; }
+inline double matmul_flops(double B, double D, double K) {
+  // BEGIN SOLUTION matmul_flops
+  return 2.0 * B * D * K;
+  // END SOLUTION matmul_flops
+}
 
 /// Seconds to do `flops` at `flop_per_sec`.
 inline double seconds_for(double flops, double flop_per_sec) { return flops / flop_per_sec; }

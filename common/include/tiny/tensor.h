@@ -162,7 +162,11 @@ class Tensor {
   /// Bytes per element.
   size_t element_size() const { return tiny::element_size(dtype_); }
   /// numel() * element_size(): the bytes this tensor's elements take.
-  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  size_t nbytes() const {
+    // BEGIN SOLUTION tensor_bytes
+    return static_cast<size_t>(numel()) * element_size();
+    // END SOLUTION tensor_bytes
+  }
   /// Offset of the first element in the storage, in elements.
   int64_t storage_offset() const { return offset_; }
   /// True when the elements lie in row-major order with no gaps (size-1 dims' strides ignored).
@@ -239,6 +243,9 @@ class Tensor {
   template <typename T> T item() const { return static_cast<T>(item()); }
   /// All elements in row-major order, as doubles (Python's tolist() of a 1-D tensor).
   std::vector<double> tolist() const;
+  /// Where the element at `index` lives: storage_offset() plus each index times its stride.
+  /// Negative indices count from the end; IndexError when one is out of range.
+  int64_t offset_of(const std::vector<int64_t>& index) const;
   /// Element at a full index, as a double: `x.at({1, 2})`.
   double at(const std::vector<int64_t>& index) const;
 
