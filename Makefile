@@ -4,6 +4,10 @@
 #   make test                     build everything and run every test
 #   make bench                    run the Google Benchmark programs
 #   make golden CH=02             regenerate a chapter's golden output and show the diff
+#   make plots                    run the chapters with --csv and draw docs/images/*.png
+#   make docs                     the Doxygen site in build/docs/html (chapters and API)
+#   make grade                    tests by chapter: a scoreboard and build/grade/junit-*.xml
+#   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
 #   make deps                     install what the build needs (run for you when configuring)
 
 BUILD ?= build
@@ -12,7 +16,11 @@ GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 CMAKE_FLAGS ?=
 CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
 
-.PHONY: all deps configure build test bench golden clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+# Debian's Python, which has (or gets) python3-matplotlib for the figures.
+PLOT_PYTHON ?= /usr/bin/python3
+CSV_DIR ?= $(BUILD)/csv
+
+.PHONY: all deps configure build test bench golden plots docs grade starter clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
 
 all: build
 
@@ -47,6 +55,24 @@ bench: build
 golden: build
 	@test -n "$(CH)" || (echo "usage: make golden CH=02" && exit 2)
 	python3 tests/golden/update.py $(BUILD) $(CH)
+
+plots: build
+	@scripts/deps.sh plots
+	@for c in $(CHAPTERS); do $(BUILD)/$$c --csv $(CSV_DIR) > /dev/null || exit 1; done
+	@for p in plots/ch*.py; do $(PLOT_PYTHON) $$p $(CSV_DIR) docs/images || exit 1; done
+
+docs:
+	@scripts/deps.sh docs
+	@mkdir -p $(BUILD)/docs
+	cd docs && doxygen Doxyfile
+	@echo "open $(BUILD)/docs/html/index.html"
+
+grade: build
+	python3 scripts/grade.py $(BUILD) $(CHAPTERS)
+
+starter:
+	@test -n "$(DIR)" || (echo "usage: make starter DIR=path/to/new/folder" && exit 2)
+	python3 scripts/make_starter.py . $(DIR)
 
 clean:
 	rm -rf $(BUILD) $(CHAPTERS)

@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# Installs what the build needs that a fresh Debian machine may lack: CMake and a compiler,
-# GoogleTest (required for the tests), Google Benchmark and OpenBLAS (optional: without them the
-# benchmarks are skipped and matmul uses the library's own loops). Checks first and does nothing
-# when everything is there, so the Makefile can call it on every configure.
+# Installs what a fresh Debian machine may lack. Checks first and does nothing when everything is
+# there, so the Makefile can call it on every configure.
+#
+#   scripts/deps.sh          the build: CMake, a compiler, GoogleTest (required for the tests),
+#                            Google Benchmark and OpenBLAS (optional: without them the benchmarks
+#                            are skipped and matmul uses the library's own loops)
+#   scripts/deps.sh plots    Debian's python3-matplotlib, for make plots
+#   scripts/deps.sh docs     Doxygen, for make docs
 set -euo pipefail
 
 missing=()
 have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
-command -v cmake >/dev/null || missing+=(cmake)
-command -v g++ >/dev/null || missing+=(g++)
-command -v ninja >/dev/null || missing+=(ninja-build)
-have_header gtest/gtest.h || missing+=(libgtest-dev)
-have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
-ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || missing+=(libopenblas-dev)
+case "${1:-build}" in
+  build)
+    command -v cmake >/dev/null || missing+=(cmake)
+    command -v g++ >/dev/null || missing+=(g++)
+    command -v ninja >/dev/null || missing+=(ninja-build)
+    have_header gtest/gtest.h || missing+=(libgtest-dev)
+    have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
+    ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || missing+=(libopenblas-dev)
+    ;;
+  plots) /usr/bin/python3 -c "import matplotlib" 2>/dev/null || missing+=(python3-matplotlib) ;;
+  docs) command -v doxygen >/dev/null || missing+=(doxygen) ;;
+  *) echo "usage: scripts/deps.sh [build|plots|docs]" >&2; exit 2 ;;
+esac
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -22,6 +33,7 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 if ! { $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; }; then
   echo "deps: apt-get could not install ${missing[*]}." >&2
+  [ "${1:-build}" = build ] || exit 1
   echo "deps: GoogleTest and CMake are required; OpenBLAS and Google Benchmark are optional." >&2
   have_header gtest/gtest.h && command -v cmake >/dev/null || exit 1
 fi

@@ -2,11 +2,12 @@
 // seed documents print (004 section 3.1, 003's tensor memory and matmul FLOPs) checked directly.
 #include <gtest/gtest.h>
 
-#include "golden.h"
+#include "literate.h"
 
 using namespace tiny::testing;
 
 TINY_GOLDEN_TEST(Ch01_Napkin)
+TINY_LITERATE_TEST(Ch01_Napkin)
 
 // The documents' numbers, typed from the documents: 6 x 70e9 x 15e12 = 6.3e24 FLOPs; 989.5
 // TFLOP/s dense; 50% MFU on 1024 GPUs; 143.93 days exactly, "about 146" after rounding the

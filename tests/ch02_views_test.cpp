@@ -2,11 +2,12 @@
 // seed document 000 prints for tensor_views.py, which must appear exactly and in order.
 #include <gtest/gtest.h>
 
-#include "golden.h"
+#include "literate.h"
 
 using namespace tiny::testing;
 
 TINY_GOLDEN_TEST(Ch02_Views)
+TINY_LITERATE_TEST(Ch02_Views)
 
 TEST(Ch02_Views, PrintsTheSevenLinesOfTheDocument) {
   // Copied from seed document 000's output of tensor_views.py.

@@ -23,7 +23,8 @@ struct ProgramOutput {
 
 inline ProgramOutput run_program(const std::string& command) {
   ProgramOutput r;
-  FILE* pipe = popen(command.c_str(), "r");
+  // stderr too, so that a failure's message (an exercise's "not implemented") shows in the diff.
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
   size_t n;

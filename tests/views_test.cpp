@@ -218,3 +218,30 @@ TEST(Views, IsContiguousIgnoresSizeOneStrides) {
   EXPECT_TRUE(x.index({Slice{0, 1}}).is_contiguous());
   EXPECT_TRUE(zeros({0, 3}).transpose(0, 1).is_contiguous());  // no elements: trivially
 }
+
+// offset_of against an independent witness: in a buffer holding 0, 1, 2, ... each value is its
+// own memory position, so the k-th element of any view's contiguous copy (made by the copy
+// loops, not by offset_of) names the cell that the view's k-th index must map to.
+TEST(Views, OffsetOfNamesTheCellTheViewReads) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Shape shape = random_shape(rng, 4, 4);
+    Tensor v = arange(shape_numel(shape) + 3).slice(0, 3, std::nullopt).view(shape);  // offset 3
+    if (v.dim() > 1) {
+      std::vector<int64_t> order(v.dim());
+      for (int64_t i = 0; i < v.dim(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      v = v.permute(order);
+    }
+    for (int64_t d = 0; d < v.dim(); ++d)
+      if (uniform_int(rng, 0, 2) == 0) v = v.slice(d, uniform_int(rng, 0, 1), std::nullopt, uniform_int(rng, 1, 2));
+    const Tensor cells = v.contiguous();
+    const int64_t* expected = cells.data<int64_t>();
+    int64_t k = 0;
+    for (const auto& idx : all_indices(v.shape())) ASSERT_EQ(v.offset_of(idx), expected[k++]);
+  }
+  Tensor x = zeros({2, 3});
+  EXPECT_EQ(x.offset_of({-1, -1}), 5);
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.offset_of({0, 3}); }, "index 3 is out of bounds for dimension 1 with size 3"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.offset_of({0}); }, "expected 2 indices"));
+}

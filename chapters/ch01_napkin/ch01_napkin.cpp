@@ -20,6 +20,7 @@ static void training_time() {
   const double params = 70e9, tokens = 15e12;
   // Each token costs about 2 FLOPs per parameter going forward (a multiply and an add) and
   // twice that going backward (gradients for the activations and for the weights): 6 in all.
+  //! [work]
   const double work = training_flops(params, tokens);
   std::printf("work: 6 x %g parameters x %g tokens = %g FLOPs\n", params, tokens, work);
 
@@ -33,6 +34,7 @@ static void training_time() {
               peak / 1e12, mfu * 100, gpus, throughput);
 
   const double exact = seconds_for(work, throughput);
+  //! [work]
   std::printf("time: %g / %g = %.1f s = %.2f days\n", work, throughput, exact,
               exact / kSecondsPerDay);
   // Rounding the throughput to one significant digit first, as one does on a napkin, moves the
@@ -54,7 +56,9 @@ static void largest_model() {
               memory / 4);
   std::printf("AdamW in float32: weight 4 + gradient 4 + Adam m and v 8 = %g bytes/param\n",
               kAdamWFloat32BytesPerParam);
+  //! [memory]
   const double max_params = memory / kAdamWFloat32BytesPerParam;
+  //! [memory]
   std::printf("largest model: %g / %g = %s parameters (%.0fB)\n", memory,
               kAdamWFloat32BytesPerParam, repr(max_params).c_str(), max_params / 1e9);
   std::printf("an upper bound: activations (batch x sequence x layers x width) need memory too\n");
@@ -84,12 +88,14 @@ static void matmul_flops_measured() {
               static_cast<long long>(K), flops);
   std::printf("(each of the B x K outputs is D multiplies and D adds)\n");
 
+  //! [measure]
   manual_seed(0);
   Tensor x = ones({B, D});
   Tensor w = randn({D, K});
   Tensor y;
-  const double seconds = timed([&] { y = matmul(x, w); }, 50);
+  const double seconds = timed([&] { y = matmul(x, w); }, 50);  // median of 50, after a warm-up
   const double rate = flops / seconds;
+  //! [measure]
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("matmul on this CPU: %s%s%s\n", matmul_backend_description().c_str(),
               coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "");
@@ -109,12 +115,25 @@ static void matmul_flops_measured() {
   std::printf("MFU against that measured peak: %.0f%%\n", 100 * rate / peak);
 }
 
-int main() {
+// The figure: days to train the 70B model on 15T tokens, against MFU, for three cluster sizes.
+static void write_figure_data(const std::string& dir) {
+  CsvFile csv(dir, "ch01_training_time.csv", {"gpus", "mfu", "days"});
+  const double work = training_flops(70e9, 15e12);
+  const double peak = promised_flop_per_sec("H100", kBFloat16);
+  for (int gpus : {256, 1024, 4096})
+    for (int percent = 5; percent <= 100; percent += 5)
+      csv.row(gpus, percent / 100.0, seconds_for(work, peak * gpus * percent / 100.0) / kSecondsPerDay);
+  std::printf("\nwrote %s\n", csv.path().c_str());
+}
+
+int main(int argc, char** argv) {
   try {
+    const auto csv_dir = csv_dir_from_args(argc, argv);
     training_time();
     largest_model();
     tensor_bytes();
     matmul_flops_measured();
+    if (csv_dir) write_figure_data(*csv_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

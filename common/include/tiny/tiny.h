@@ -2,6 +2,7 @@
 /// @brief Everything: include this one header to use the whole library.
 #pragma once
 #include "tiny/allocator.h"
+#include "tiny/csv.h"
 #include "tiny/device.h"
 #include "tiny/dtype.h"
 #include "tiny/einops.h"

@@ -1,0 +1,46 @@
+/// @file csv.h
+/// @brief The data behind a chapter's figures: `--csv DIR` on the command line, one CSV per figure.
+#pragma once
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tiny/error.h"
+#include "tiny/format.h"
+
+namespace tiny {
+
+/// The directory given as `--csv DIR` (or `--csv=DIR`), if any; other arguments are an error.
+std::optional<std::string> csv_dir_from_args(int argc, char** argv);
+
+/// A CSV file with a header row; each row() call writes one line. Floating-point numbers are
+/// written as Python's repr writes them: the shortest digits that read back exactly.
+class CsvFile {
+ public:
+  /// Creates `dir`/`name` (and `dir` itself if needed) and writes the header.
+  CsvFile(const std::string& dir, const std::string& name, const std::vector<std::string>& header);
+  /// Writes one row; each value is a string or a number.
+  template <typename... Values> void row(const Values&... values) {
+    std::ostringstream line;
+    size_t i = 0;
+    auto field = [](const auto& v) {
+      if constexpr (std::is_floating_point_v<std::decay_t<decltype(v)>>) return repr(v);
+      else { std::ostringstream f; f << v; return f.str(); }
+    };
+    ((line << (i++ ? "," : "") << field(values)), ...);
+    if (i != columns_) throw ValueError("CSV row has " + std::to_string(i) + " values, header has " + std::to_string(columns_));
+    out_ << line.str() << '\n';
+  }
+  /// The path written.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+  size_t columns_;
+};
+
+}  // namespace tiny

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Refreshes the code and output blocks of a chapter's README from its source and a real run.
+
+Usage: scripts/literate.py BUILD_DIR CHAPTER      (CHAPTER like ch02_views or 02)
+
+A block follows a marker line: `<!-- snippet: NAME -->` takes the source lines between the two
+`//! [NAME]` markers; `<!-- output: KEY -->` takes the program's output section whose heading
+("== ... ==") contains KEY, up to the next blank line. The prose is never touched.
+tests/literate.h checks the same rules.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def region(source, name):
+    lines = source.splitlines()
+    marks = [i for i, l in enumerate(lines) if f"//! [{name}]" in l]
+    if len(marks) != 2:
+        sys.exit(f"no region '{name}' (two '//! [{name}]' lines) in the source")
+    return textwrap.dedent("\n".join(lines[marks[0] + 1:marks[1]])).splitlines()
+
+
+def section(output, key):
+    out, inside = [], False
+    for line in output.splitlines():
+        if not inside and line.startswith("== ") and key in line:
+            inside = True
+        elif inside and not line:
+            break
+        if inside:
+            out.append(line)
+    if not out:
+        sys.exit(f"no output section with '{key}' in its heading")
+    return out
+
+
+def main():
+    build, ch = sys.argv[1], sys.argv[2]
+    ch = ch if ch.startswith("ch") else "ch" + ch.zfill(2)
+    chapter = os.path.basename(glob.glob(os.path.join(ROOT, "chapters", ch + "*"))[0])
+    folder = os.path.join(ROOT, "chapters", chapter)
+    source = open(os.path.join(folder, chapter + ".cpp")).read()
+    output = subprocess.run([os.path.join(build, chapter)], capture_output=True, text=True,
+                            check=True).stdout
+    readme_path = os.path.join(folder, "README.md")
+    lines = open(readme_path).read().splitlines()
+    result, i = [], 0
+    while i < len(lines):
+        result.append(lines[i])
+        m = re.fullmatch(r"<!-- (snippet|output): (.+) -->", lines[i])
+        if m and i + 1 < len(lines) and lines[i + 1].startswith("```"):
+            result.append(lines[i + 1])
+            end = i + 2
+            while end < len(lines) and not lines[end].startswith("```"):
+                end += 1
+            result += region(source, m[2]) if m[1] == "snippet" else section(output, m[2])
+            i = end
+            continue
+        i += 1
+    open(readme_path, "w").write("\n".join(result) + "\n")
+    print(f"refreshed {readme_path}")
+
+
+if __name__ == "__main__":
+    main()
