@@ -22,6 +22,7 @@ static const char* yes_no(bool b) { return b ? "True" : "False"; }
 // Part 1: one tensor of twelve numbers, read four ways.
 static void twelve_numbers() {
   std::printf("== one block of memory, several ways to read it ==\n");
+  //! [strides]
   Tensor x = arange(12.0).reshape({3, 4});
   std::printf("x: shape %s, strides %s, contiguous %s\n", shape_of(x).c_str(),
               strides_of(x).c_str(), yes_no(x.is_contiguous()));
@@ -32,6 +33,7 @@ static void twelve_numbers() {
   std::printf("x.T: shape %s, strides %s, contiguous %s, same memory %s\n", shape_of(t).c_str(),
               strides_of(t).c_str(), yes_no(t.is_contiguous()),
               yes_no(t.data_ptr() == x.data_ptr()));
+  //! [strides]
 
   // A slice is a view that starts further in: row 1 begins 4 elements in, column 1 begins
   // 1 element in and steps by a whole row.
@@ -42,8 +44,10 @@ static void twelve_numbers() {
               static_cast<long long>(col.storage_offset()), strides_of(col).c_str());
 
   // Both tensors read the same cells, so a write through one shows in the other.
+  //! [write_through]
   t.index({0, 1}) = 100.0;
   std::printf("after t[0, 1] = 100: x[1, 0] = %s\n", repr(x.at({1, 0})).c_str());
+  //! [write_through]
 
   // contiguous() lays the transposed numbers out row by row in new memory.
   Tensor c = t.contiguous();
@@ -52,6 +56,7 @@ static void twelve_numbers() {
 
   // view() only re-reads memory. Reading t row by row means jumping back and forth in x's
   // memory, which no single stride can describe, so view(12) refuses...
+  //! [view_or_reshape]
   try {
     t.view({12});
   } catch (const RuntimeError& e) {
@@ -62,6 +67,7 @@ static void twelve_numbers() {
   Tensor flat = t.reshape({12});
   std::printf("t.reshape(12) works (it copies when it must): %s\n",
               format_list(flat.slice(0, std::nullopt, 4).tolist()).c_str());
+  //! [view_or_reshape]
 }
 
 // Part 2: the views of the lecture, on a 2 x 3 tensor, checked for shared storage.
@@ -98,7 +104,9 @@ static void index_to_offset() {
   std::printf("\n== where element (r, c) lives ==\n");
   Tensor x = arange(16.0).reshape({4, 4});
   const int64_t r = 1, c = 2;
-  const int64_t offset = x.offset_of({r, c});
+  //! [offset_of]
+  const int64_t offset = x.offset_of({r, c});  // storage_offset + r * stride(0) + c * stride(1)
+  //! [offset_of]
   std::printf("4x4 tensor, strides %s: element (%lld, %lld) is at %lld*%lld + %lld*%lld = %lld\n",
               strides_of(x).c_str(), static_cast<long long>(r), static_cast<long long>(c),
               static_cast<long long>(r), static_cast<long long>(x.stride(0)),
@@ -151,20 +159,47 @@ static void named_dimensions() {
   // Split a hidden dimension into heads, work per head, merge back.
   Tensor h = ones({2, 3, 8});  // batch seq total_hidden
   Tensor w = ones({4, 4});     // hidden1 hidden2
+  //! [heads]
   Tensor split = rearrange(h, "... (heads hidden1) -> ... heads hidden1", {{"heads", 2}});
   Tensor mixed = einsum(split, w, "... hidden1, hidden1 hidden2 -> ... hidden2");
   Tensor merged = rearrange(mixed, "... heads hidden2 -> ... (heads hidden2)");
+  //! [heads]
   std::printf("split into heads: %s -> einsum with w: %s -> merged: %s\n",
               shape_of(split).c_str(), shape_of(mixed).c_str(), shape_of(merged).c_str());
 }
 
-int main() {
+// The figure: which memory cell each view visits, in the order it visits them. offset_of() is
+// the index-to-memory map, so the picture is drawn from the library's own answer.
+static void write_figure_data(const std::string& dir) {
+  Tensor x = arange(12.0).reshape({3, 4});
+  CsvFile csv(dir, "ch02_views.csv", {"view", "shape", "strides", "offset", "order", "cell"});
+  auto quoted = [](const std::string& text) { return "\"" + text + "\""; };
+  const std::pair<const char*, Tensor> views[] = {
+      {"x", x}, {"x.T", x.T()}, {"x[1]", x[1]}, {"x[:, 1]", x.index({Slice{}, 1})}};
+  for (const auto& [name, v] : views) {
+    for (int64_t k = 0; k < v.numel(); ++k) {
+      // The multi-index of the k-th element in row-major order.
+      std::vector<int64_t> idx(v.dim());
+      for (int64_t d = v.dim() - 1, rest = k; d >= 0; --d) {
+        idx[d] = rest % v.size(d);
+        rest /= v.size(d);
+      }
+      csv.row(quoted(name), quoted(shape_of(v)), quoted(strides_of(v)), v.storage_offset(), k,
+              v.offset_of(idx));
+    }
+  }
+  std::printf("\nwrote %s\n", csv.path().c_str());
+}
+
+int main(int argc, char** argv) {
   try {
+    const auto csv_dir = csv_dir_from_args(argc, argv);
     twelve_numbers();
     shared_storage();
     index_to_offset();
     a_few_ops();
     named_dimensions();
+    if (csv_dir) write_figure_data(*csv_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
