@@ -63,9 +63,11 @@ plots: build
 
 docs:
 	@scripts/deps.sh docs
-	@mkdir -p $(BUILD)/docs
 	cd docs && doxygen Doxyfile
-	@echo "open $(BUILD)/docs/html/index.html"
+	@# The pages show figures by their path in the repository (../../docs/images/...), which
+	@# from build/docs/html/ is build/docs/images/.
+	@mkdir -p build/docs/images && cp docs/images/*.png build/docs/images/
+	@echo "open build/docs/html/index.html"
 
 grade: build
 	python3 scripts/grade.py $(BUILD) $(CHAPTERS)

@@ -87,7 +87,12 @@ inline std::string golden_path(const std::string& chapter) {
 #ifdef TINY_CHAPTER_EXE
 // The output of this suite's chapter, run once.
 inline const ProgramOutput& chapter_output() {
-  static const ProgramOutput r = run_program(TINY_CHAPTER_EXE);
+  static const ProgramOutput r = [] {
+    ProgramOutput out = run_program(TINY_CHAPTER_EXE);
+    // A chapter that fails says why on its last line; put that in the test's log.
+    if (out.status != 0) std::printf("the chapter exited with status %d; its output:\n%s\n", out.status, out.out.c_str());
+    return out;
+  }();
   return r;
 }
 

@@ -45,13 +45,20 @@ std::ostream& operator<<(std::ostream& os, DType dtype);
 
 /// The C++ type that stores one element of each dtype.
 template <DType D> struct dtype_cpp;
-template <> struct dtype_cpp<DType::Float32> { using type = float; };
-template <> struct dtype_cpp<DType::Float64> { using type = double; };
-template <> struct dtype_cpp<DType::Float16> { using type = Half; };
-template <> struct dtype_cpp<DType::BFloat16> { using type = BFloat16; };
-template <> struct dtype_cpp<DType::Int32> { using type = int32_t; };
-template <> struct dtype_cpp<DType::Int64> { using type = int64_t; };
-template <> struct dtype_cpp<DType::Bool> { using type = bool; };
+/// Float32 elements are stored as `float`.
+template <> struct dtype_cpp<DType::Float32> { using type = float; /**< the C++ type */ };
+/// Float64 elements are stored as `double`.
+template <> struct dtype_cpp<DType::Float64> { using type = double; /**< the C++ type */ };
+/// Float16 elements are stored as `Half`.
+template <> struct dtype_cpp<DType::Float16> { using type = Half; /**< the C++ type */ };
+/// BFloat16 elements are stored as `BFloat16`.
+template <> struct dtype_cpp<DType::BFloat16> { using type = BFloat16; /**< the C++ type */ };
+/// Int32 elements are stored as `int32_t`.
+template <> struct dtype_cpp<DType::Int32> { using type = int32_t; /**< the C++ type */ };
+/// Int64 elements are stored as `int64_t`.
+template <> struct dtype_cpp<DType::Int64> { using type = int64_t; /**< the C++ type */ };
+/// Bool elements are stored as `bool`.
+template <> struct dtype_cpp<DType::Bool> { using type = bool; /**< the C++ type */ };
 
 /// The dtype whose elements are the C++ type T.
 template <typename T> constexpr DType dtype_of() {

@@ -12,36 +12,38 @@ namespace tiny {
 /// Base of every error the library raises; PyTorch's `RuntimeError`.
 class Error : public std::runtime_error {
  public:
+  /// An error whose what() is `message`.
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 /// PyTorch's `RuntimeError`: shapes that do not fit, views that cannot be expressed, ...
 class RuntimeError : public Error {
  public:
-  using Error::Error;
+  using Error::Error;  ///< constructed from the message, like Error
 };
 
 /// PyTorch's `IndexError`: a dimension or an index out of range.
 class IndexError : public Error {
  public:
-  using Error::Error;
+  using Error::Error;  ///< constructed from the message, like Error
 };
 
 /// PyTorch's `ValueError`: malformed input values (ragged nested lists, `item()` on many elements).
 class ValueError : public Error {
  public:
-  using Error::Error;
+  using Error::Error;  ///< constructed from the message, like Error
 };
 
 /// PyTorch's `TypeError`: an operation given a dtype it does not accept.
 class TypeError : public Error {
  public:
-  using Error::Error;
+  using Error::Error;  ///< constructed from the message, like Error
 };
 
 /// Raised by an exercise whose solution was removed from a student's starter copy.
 class NotImplementedError : public Error {
  public:
+  /// "not implemented: <task>".
   explicit NotImplementedError(const std::string& task) : Error("not implemented: " + task) {}
 };
 

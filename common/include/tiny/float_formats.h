@@ -73,10 +73,13 @@ TINY_HD inline float bfloat16_bits_to_float(uint16_t b) {
 
 /// A float16 value in memory. Converts to and from float32; arithmetic happens in float32.
 struct Half {
-  uint16_t bits = 0;
-  Half() = default;
+  uint16_t bits = 0;  ///< the 16-bit pattern
+  Half() = default;    ///< +0
+  /// Rounds a float32 to the nearest value (ties to even).
   TINY_HD Half(float f) : bits(float_to_half_bits(f)) {}  // NOLINT: implicit, like a float type
+  /// The exact float32 value.
   TINY_HD operator float() const { return half_bits_to_float(bits); }
+  /// The value with bit pattern `b`.
   TINY_HD static Half from_bits(uint16_t b) {
     Half h;
     h.bits = b;
@@ -86,10 +89,13 @@ struct Half {
 
 /// A bfloat16 value in memory. Converts to and from float32; arithmetic happens in float32.
 struct BFloat16 {
-  uint16_t bits = 0;
-  BFloat16() = default;
+  uint16_t bits = 0;  ///< the 16-bit pattern
+  BFloat16() = default;    ///< +0
+  /// Rounds a float32 to the nearest value (ties to even).
   TINY_HD BFloat16(float f) : bits(float_to_bfloat16_bits(f)) {}  // NOLINT
+  /// The exact float32 value.
   TINY_HD operator float() const { return bfloat16_bits_to_float(bits); }
+  /// The value with bit pattern `b`.
   TINY_HD static BFloat16 from_bits(uint16_t b) {
     BFloat16 h;
     h.bits = b;

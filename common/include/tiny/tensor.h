@@ -128,8 +128,8 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
          int64_t offset);
 
-  Tensor(const Tensor&) = default;
-  Tensor(Tensor&&) = default;
+  Tensor(const Tensor&) = default;  ///< another handle to the same memory (copies nothing)
+  Tensor(Tensor&&) = default;       ///< takes over the handle
   /// Rebinds this handle (an lvalue `a = b` makes `a` refer to b's memory, copying nothing).
   Tensor& operator=(const Tensor&) & = default;
   /// Rebinds this handle.

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Grades the work by chapter: runs each chapter's tests (CTest label chNN), prints a scoreboard,
+writes JUnit XML for a grading system, and exits non-zero when any test fails.
+
+    python3 scripts/grade.py BUILD_DIR ch01_napkin ch02_views ...     (make grade does this)
+    python3 scripts/grade.py --starter BUILD_DIR ch01_napkin ...      (checks a starter copy)
+
+Each chapter is worth POINTS points, shared equally among its tests that ran (skipped tests,
+such as GPU tests on a machine without a GPU, count for nothing either way).
+
+--starter checks a freshly generated starter copy instead: every failing test must fail with
+"not implemented: <exercise>", every exercise must be the reason for at least one failure, and
+some tests must still pass. It exits non-zero when any of that is not so.
+"""
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+POINTS = 10
+
+
+def run_label(build, label, out_dir):
+    xml = os.path.abspath(os.path.join(out_dir, f"junit-{label}.xml"))
+    subprocess.run(["ctest", "--test-dir", build, "-L", f"^{label}$", "-j", str(os.cpu_count() or 2),
+                    "--output-junit", xml], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not os.path.exists(xml):
+        return xml, []
+    cases = []
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        out = case.findtext("system-out") or ""
+        status = case.get("status")
+        if status == "run" and "[  SKIPPED ]" in out:
+            status = "skipped"
+        cases.append((case.get("name"), status, out))
+    return xml, cases
+
+
+def grade(build, chapters):
+    out_dir = os.path.join(build, "grade")
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"{'chapter':24s} {'passed':>8s} {'failed':>7s} {'skipped':>8s} {'points':>8s}")
+    total_points = total_max = failures = 0
+    for chapter in chapters:
+        label = chapter[:4]
+        xml, cases = run_label(build, label, out_dir)
+        passed = sum(1 for _, s, _ in cases if s == "run")
+        failed = sum(1 for _, s, _ in cases if s == "fail")
+        skipped = sum(1 for _, s, _ in cases if s not in ("run", "fail"))
+        ran = passed + failed
+        points = POINTS * passed / ran if ran else 0.0
+        total_points += points
+        total_max += POINTS
+        failures += failed + (0 if cases else 1)
+        print(f"{chapter:24s} {passed:4d}/{ran:<3d} {failed:7d} {skipped:8d} {points:5.1f}/{POINTS}")
+        for name, status, _ in cases:
+            if status == "fail":
+                print(f"    failed: {name}")
+        if not cases:
+            print("    no tests ran for this chapter")
+    print(f"{'total':24s} {'':8s} {'':7s} {'':8s} {total_points:5.1f}/{total_max}")
+    print(f"JUnit XML: {out_dir}/junit-chNN.xml")
+    return 1 if failures else 0
+
+
+def check_starter(build, chapters):
+    exercises = set()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(build)))
+    for folder, _, files in os.walk(os.path.join(os.path.abspath(build), "..")):
+        if os.path.abspath(folder).startswith(os.path.abspath(build)):
+            continue
+        for f in files:
+            if f.endswith((".h", ".cpp", ".cu")):
+                text = open(os.path.join(folder, f), errors="replace").read()
+                exercises.update(re.findall(r'NotImplementedError\("([a-z_0-9]+)"\)', text))
+    del root
+    reasons, unexplained, passed = set(), [], 0
+    for chapter in chapters:
+        _, cases = run_label(build, chapter[:4], build)
+        for name, status, out in cases:
+            if status == "run":
+                passed += 1
+            elif status == "fail":
+                found = re.findall(r"not implemented: ([a-z_0-9]+)", out)
+                if found:
+                    reasons.update(found)
+                else:
+                    unexplained.append(name)
+    print(f"starter: exercises {sorted(exercises)}")
+    print(f"starter: {passed} tests pass; failures explained by {sorted(reasons)}")
+    ok = True
+    if unexplained:
+        print(f"starter: these tests fail without 'not implemented': {unexplained}")
+        ok = False
+    if exercises - reasons:
+        print(f"starter: no test fails for these exercises: {sorted(exercises - reasons)}")
+        ok = False
+    if not exercises or passed == 0:
+        print("starter: expected some exercises and some passing tests")
+        ok = False
+    print("starter: OK" if ok else "starter: FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args and args[0] == "--starter":
+        sys.exit(check_starter(args[1], args[2:]))
+    if len(args) < 2:
+        sys.exit(__doc__)
+    sys.exit(grade(args[0], args[1:]))
