@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "internal.h"
+#include "tiny/autograd.h"
 
 namespace tiny {
 
@@ -229,6 +230,8 @@ std::string format_tensor(const Tensor& t) {
   }
   if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool)
     suffixes.push_back(std::string("dtype=torch.") + dtype_name(t.dtype()));
+  if (t.grad_fn()) suffixes.push_back("grad_fn=<" + t.grad_fn()->name() + ">");
+  else if (t.requires_grad()) suffixes.push_back("requires_grad=True");
   // Suffixes go on the last line, or on a new one if the line would pass 80 characters.
   std::string out = prefix + body;
   // As Python computes it: len(s) - s.rfind('\n') + 1, where rfind gives -1 for no newline.

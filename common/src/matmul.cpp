@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "autograd_internal.h"
 #include "internal.h"
 #include "tiny/format.h"
 #include "tiny/ops.h"
@@ -195,7 +196,11 @@ std::string matmul_backend_description() {
 #endif
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+namespace {
+
+// Checks torch.matmul's requirements, raising PyTorch's messages; both the plain and the recorded
+// paths start here.
+void check_matmul(const Tensor& a, const Tensor& b) {
   detail::op_device("matmul", {&a, &b});
   if (a.dim() == 0 || b.dim() == 0)
     throw RuntimeError("both arguments to matmul need to be at least 1D, but they are " +
@@ -204,40 +209,129 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     throw RuntimeError(std::string("expected m1 and m2 to have the same dtype, but got: ") +
                        dtype_name(a.dtype()) + " != " + dtype_name(b.dtype()));
   if (a.dtype() == kBool) throw TypeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
-
-  if (a.dim() == 1 && b.dim() == 1) {  // dot product
+  if (a.dim() == 1 && b.dim() == 1) {
     if (a.size(0) != b.size(0))
       throw RuntimeError("inconsistent tensor size, expected tensor [" +
                          std::to_string(a.size(0)) + "] and src [" + std::to_string(b.size(0)) +
                          "] to have the same number of elements, but got " +
                          std::to_string(a.size(0)) + " and " + std::to_string(b.size(0)) +
                          " elements respectively");
-    return batched_matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
+    return;
   }
+  const int64_t K = a.size(-1), K2 = b.dim() == 1 ? b.size(0) : b.size(-2), N = b.dim() == 1 ? 1 : b.size(-1);
+  if (K != K2) {
+    // A batch times a matrix is folded into one matrix, and PyTorch reports the folded rows.
+    const int64_t rows = b.dim() == 2 && a.dim() >= 2 ? a.numel() / std::max<int64_t>(K, 1)
+                                                      : (a.dim() == 1 ? 1 : a.size(-2));
+    throw RuntimeError(mat_shapes(rows, K, K2, N));
+  }
+  if (a.dim() > 2 || b.dim() > 2)
+    broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - std::min<int64_t>(a.dim(), 2)),
+                     Shape(b.shape().begin(), b.shape().end() - std::min<int64_t>(b.dim(), 2)));
+}
+
+// The product itself, with torch.matmul's shape rules; records nothing.
+Tensor matmul_values(const Tensor& a, const Tensor& b) {
+  check_matmul(a, b);
+  if (a.dim() == 1 && b.dim() == 1)  // dot product
+    return batched_matmul(a.unsqueeze(0), b.unsqueeze(1)).reshape({});
   // A 1-D left operand is a row vector, a 1-D right operand a column vector; the added
   // dimension is removed from the result.
   const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
   const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
-  const int64_t M = x.size(-2), K = x.size(-1), K2 = y.size(-2), N = y.size(-1);
-
+  const int64_t M = x.size(-2), K = x.size(-1), N = y.size(-1);
   Tensor out;
   if (y.dim() == 2 && x.dim() >= 2) {
     // Fold every leading dimension of x into the rows: one big product.
-    const Tensor rows = x.reshape({-1, K});
-    if (K != K2) throw RuntimeError(mat_shapes(rows.size(0), K, K2, N));
     Shape out_shape(x.shape().begin(), x.shape().end() - 1);
     out_shape.push_back(N);
-    out = batched_matmul(rows, y).view(out_shape);
+    out = batched_matmul(x.reshape({-1, K}), y).view(out_shape);
   } else {
-    if (K != K2) throw RuntimeError(mat_shapes(M, K, K2, N));
-    const Shape xb(x.shape().begin(), x.shape().end() - 2);
-    const Shape yb(y.shape().begin(), y.shape().end() - 2);
-    Shape batch = broadcast_shapes(xb, yb);
+    const Shape batch = broadcast_shapes(Shape(x.shape().begin(), x.shape().end() - 2),
+                                         Shape(y.shape().begin(), y.shape().end() - 2));
     Shape xs = batch, ys = batch;
     xs.insert(xs.end(), {M, K});
     ys.insert(ys.end(), {K, N});
     out = batched_matmul(x.expand(xs), y.expand(ys));
   }
+  if (a.dim() == 1) out = out.squeeze(-2);
+  if (b.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+using detail::SavedTensor;
+
+// The four products the tape knows, each one node with PyTorch's name. Backward of C = A B is
+// dA = dC B^T and dB = A^T dC: two more products of the same size, which is why a backward pass
+// costs about twice the forward.
+Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, double flops) {
+  Tensor out = matmul_values(a, b);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+  const int64_t da = a.dim(), db = b.dim();
+  detail::record(out, name, {a, b},
+                 [sa, sb, ga, gb, da, db](const Tensor& g) {
+                   Tensor grad_a, grad_b;
+                   if (da == 1 && db == 1) {  // dot: d(a.b)/da = b
+                     if (ga) grad_a = mul(g, sb.unpack());
+                     if (gb) grad_b = mul(g, sa.unpack());
+                   } else if (db == 1) {  // mv: dA = outer(dy, b), db = A^T dy
+                     if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
+                     if (gb) grad_b = matmul_values(sa.unpack().transpose(-2, -1), g);
+                   } else {  // mm, bmm
+                     if (ga) grad_a = matmul_values(g, sb.unpack().transpose(-2, -1));
+                     if (gb) grad_b = matmul_values(sa.unpack().transpose(-2, -1), g);
+                   }
+                   return std::vector<Tensor>{grad_a, grad_b};
+                 },
+                 flops, flops * (ga + gb));
+  return out;
+}
+
+// A reshape of a fresh product, recorded as PyTorch names it.
+Tensor unsafe_view(const Tensor& t, const Shape& shape) {
+  Tensor out = t.detach().view(shape);
+  if (detail::should_record({&t})) {
+    const Shape in = t.shape();
+    detail::record(out, "UnsafeViewBackward0", {t},
+                   [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; }, 0, 0);
+  }
+  return out;
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!detail::should_record({&a, &b})) return matmul_values(a, b);
+  // With gradients, matmul is built from recorded pieces, the way PyTorch builds it, so that
+  // the graph shows the same nodes: DotBackward0, MvBackward0, MmBackward0, or a fold into one
+  // big MmBackward0 (a batch times a matrix) or a BmmBackward0, followed by UnsafeViewBackward0.
+  check_matmul(a, b);
+  const int64_t K = a.size(-1);
+  if (a.dim() == 1 && b.dim() == 1) return recorded_product("DotBackward0", a, b, 2.0 * K);
+  if (a.dim() == 2 && b.dim() == 1) return recorded_product("MvBackward0", a, b, 2.0 * a.size(0) * K);
+  if (a.dim() == 1 && b.dim() == 2) return matmul(a.unsqueeze(0), b).squeeze(0);
+  const int64_t N = b.size(-1);
+  if (a.dim() == 2 && b.dim() == 2) return recorded_product("MmBackward0", a, b, 2.0 * a.size(0) * K * N);
+  if (b.dim() == 2) {  // (..., M, K) @ (K, N): fold the batch into the rows
+    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
+    out_shape.push_back(N);
+    const Tensor rows = a.reshape({-1, K});
+    return unsafe_view(recorded_product("MmBackward0", rows, b, 2.0 * rows.size(0) * K * N), out_shape);
+  }
+  // Batched: broadcast the batch dimensions, flatten them, one batched product.
+  const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t M = x.size(-2);
+  const Shape batch = broadcast_shapes(Shape(x.shape().begin(), x.shape().end() - 2),
+                                       Shape(y.shape().begin(), y.shape().end() - 2));
+  Shape xs = batch, ys = batch, out_shape = batch;
+  xs.insert(xs.end(), {M, K});
+  ys.insert(ys.end(), {K, y.size(-1)});
+  out_shape.insert(out_shape.end(), {M, y.size(-1)});
+  const int64_t nb = shape_numel(batch);
+  const Tensor x3 = (x.shape() == xs ? x : x.expand(xs)).reshape({nb, M, K});
+  const Tensor y3 = (y.shape() == ys ? y : y.expand(ys)).reshape({nb, K, y.size(-1)});
+  Tensor out = unsafe_view(recorded_product("BmmBackward0", x3, y3, 2.0 * nb * M * K * y.size(-1)), out_shape);
   if (a.dim() == 1) out = out.squeeze(-2);
   if (b.dim() == 1) out = out.squeeze(-1);
   return out;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd_internal.h"
 #include "internal.h"
 
 namespace tiny {
@@ -165,31 +166,85 @@ Tensor unary_op(const char* name, const Tensor& a, DType compute, F f) {
 
 }  // namespace
 
+// ---- recording helpers ------------------------------------------------------------------------
+
+namespace {
+
+using detail::SavedTensor;
+
+// One FLOP per output element, the convention for elementwise ops.
+double per_element(const Tensor& t) { return static_cast<double>(t.numel()); }
+
+// Records a unary op whose rule needs the input (`x`) and/or the output (`y`).
+template <typename Rule>
+Tensor record_unary(Tensor out, const Tensor& a, const char* name, bool save_input, bool save_output, Rule rule) {
+  if (!detail::should_record({&a})) return out;
+  SavedTensor x(save_input ? a : Tensor()), y(save_output ? out : Tensor());
+  detail::record(out, name, {a},
+                 [x, y, rule](const Tensor& g) { return std::vector<Tensor>{rule(g, x.unpack(), y.unpack())}; },
+                 per_element(out), per_element(out));
+  return out;
+}
+
+}  // namespace
+
 // ---- binary arithmetic ------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {
   // bool + bool stays bool (logical or), as in PyTorch.
-  return binary_op("add", a, b, result_type(a, b), false, Kinds::All,
-                   [](auto x, auto y) { return x + y; });
+  Tensor out = binary_op("add", a, b, result_type(a, b), false, Kinds::All,
+                         [](auto x, auto y) { return x + y; });
+  if (detail::should_record({&a, &b}))
+    detail::record(out, "AddBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; },
+                   per_element(out), 0);
+  return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool && b.dtype() == kBool)
     throw TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                     "Use the `^` or `logical_xor()` operator instead.");
-  return binary_op("sub", a, b, result_type(a, b), false, Kinds::All,
-                   [](auto x, auto y) { return x - y; });
+  Tensor out = binary_op("sub", a, b, result_type(a, b), false, Kinds::All,
+                         [](auto x, auto y) { return x - y; });
+  if (detail::should_record({&a, &b}))
+    detail::record(out, "SubBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, neg(g)}; },
+                   per_element(out), b.requires_grad() ? per_element(out) : 0);
+  return out;
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary_op("mul", a, b, result_type(a, b), false, Kinds::All,
-                   [](auto x, auto y) { return x * y; });
+  Tensor out = binary_op("mul", a, b, result_type(a, b), false, Kinds::All,
+                         [](auto x, auto y) { return x * y; });
+  if (detail::should_record({&a, &b})) {
+    // d(ab)/da = b and d(ab)/db = a: each input's gradient needs the other input.
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+    detail::record(out, "MulBackward0", {a, b},
+                   [sa, sb, ga, gb](const Tensor& g) {
+                     return std::vector<Tensor>{ga ? mul(g, sb.unpack()) : Tensor(), gb ? mul(g, sa.unpack()) : Tensor()};
+                   },
+                   per_element(out), per_element(out) * (ga + gb));
+  }
+  return out;
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
   // True division: integer inputs are divided as float32.
-  return binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All,
-                   [](auto x, auto y) { return x / y; });
+  Tensor out = binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All,
+                         [](auto x, auto y) { return x / y; });
+  if (detail::should_record({&a, &b})) {
+    // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2.
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    SavedTensor sa(gb ? a : Tensor()), sb(b);
+    detail::record(out, "DivBackward0", {a, b},
+                   [sa, sb, ga, gb](const Tensor& g) {
+                     const Tensor bv = sb.unpack();
+                     return std::vector<Tensor>{ga ? div(g, bv) : Tensor(),
+                                                gb ? neg(div(mul(g, sa.unpack()), mul(bv, bv))) : Tensor()};
+                   },
+                   per_element(out), per_element(out) * (ga + 3 * gb));
+  }
+  return out;
 }
 
 namespace {
@@ -204,7 +259,8 @@ template <typename T> T integer_pow(T base, T exp) {
 }
 }  // namespace
 
-Tensor pow(const Tensor& a, const Tensor& b) {
+namespace {
+Tensor pow_values(const Tensor& a, const Tensor& b) {
   const DType dt = result_type(a, b);
   if (is_integral(dt) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
@@ -215,26 +271,72 @@ Tensor pow(const Tensor& a, const Tensor& b) {
     else return std::pow(x, y);
   });
 }
+}  // namespace
 
-Tensor pow(const Tensor& a, Scalar b) {
-  const Tensor e = scalar_tensor(b, result_type(a, b));
-  return pow(a, e);
+Tensor pow(const Tensor& a, const Tensor& b) {
+  Tensor out = pow_values(a, b);
+  if (detail::should_record({&a, &b})) {
+    // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b ln a.
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    SavedTensor sa(a), sb(b), so(gb ? out : Tensor());
+    detail::record(out, "PowBackward1", {a, b},
+                   [sa, sb, so, ga, gb](const Tensor& g) {
+                     const Tensor x = sa.unpack(), e = sb.unpack();
+                     return std::vector<Tensor>{ga ? mul(g, mul(e, pow_values(x, sub(e, scalar_tensor(1, e.dtype()))))) : Tensor(),
+                                                gb ? mul(g, mul(so.unpack(), log(x))) : Tensor()};
+                   },
+                   per_element(out), per_element(out) * 3);
+  }
+  return out;
 }
 
+Tensor pow(const Tensor& a, Scalar b) {
+  Tensor out = pow_values(a, scalar_tensor(b, result_type(a, b)));
+  if (detail::should_record({&a})) {
+    SavedTensor sa(a);
+    const double e = b.to_double();
+    detail::record(out, "PowBackward0", {a},
+                   [sa, e](const Tensor& g) {
+                     const Tensor x = sa.unpack();
+                     return std::vector<Tensor>{mul(g, mul(pow_values(x, scalar_tensor(e - 1, x.dtype())), scalar_tensor(e, x.dtype())))};
+                   },
+                   per_element(out), per_element(out) * 3);
+  }
+  return out;
+}
+
+namespace {
+// The gradient of max(a, b) goes to the larger input, split in half on ties.
+Tensor record_extremum(Tensor out, const Tensor& a, const Tensor& b, const char* name) {
+  if (!detail::should_record({&a, &b})) return out;
+  SavedTensor sa(a), sb(b), so(out);
+  detail::record(out, name, {a, b},
+                 [sa, sb, so](const Tensor& g) {
+                   const Tensor x = sa.unpack(), y = sb.unpack(), m = so.unpack();
+                   const Tensor tie = eq(x, y).to(g.dtype());
+                   const Tensor wa = sub(eq(x, m).to(g.dtype()), mul(tie, scalar_tensor(0.5, g.dtype())));
+                   const Tensor wb = sub(eq(y, m).to(g.dtype()), mul(tie, scalar_tensor(0.5, g.dtype())));
+                   return std::vector<Tensor>{mul(g, wa), mul(g, wb)};
+                 },
+                 per_element(out), per_element(out) * 2);
+  return out;
+}
+}  // namespace
+
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
+  return record_extremum(binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
     if constexpr (std::is_floating_point_v<decltype(x)>)
       if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN propagates
     return x > y ? x : y;
-  });
+  }), a, b, "MaximumBackward0");
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
+  return record_extremum(binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
     if constexpr (std::is_floating_point_v<decltype(x)>)
       if (std::isnan(x) || std::isnan(y)) return x + y;
     return x < y ? x : y;
-  });
+  }), a, b, "MinimumBackward0");
 }
 
 // ---- unary ------------------------------------------------------------------------------------
@@ -243,64 +345,91 @@ Tensor neg(const Tensor& a) {
   if (a.dtype() == kBool)
     throw TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                     "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-  return unary_op<false>("neg", a, a.dtype(), [](auto x) {
+  return record_unary(unary_op<false>("neg", a, a.dtype(), [](auto x) {
     if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
     else return -x;
-  });
+  }), a, "NegBackward0", false, false, [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
 }
 
 Tensor abs(const Tensor& a) {
   if (a.dtype() == kBool) throw TypeError(not_implemented("abs", kBool));
-  return unary_op<false>("abs", a, a.dtype(), [](auto x) {
+  return record_unary(unary_op<false>("abs", a, a.dtype(), [](auto x) {
     if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
     else return x < 0 ? -x : x;
+  }), a, "AbsBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+    const Tensor zero = scalar_tensor(0, x.dtype());
+    return mul(g, sub(gt(x, zero).to(g.dtype()), lt(x, zero).to(g.dtype())));  // sign(x)
   });
 }
 
 Tensor sqrt(const Tensor& a) {
-  return unary_op<true>("sqrt", a, float_result(a.dtype()), [](auto x) { return std::sqrt(x); });
+  return record_unary(unary_op<true>("sqrt", a, float_result(a.dtype()), [](auto x) { return std::sqrt(x); }),
+                      a, "SqrtBackward0", false, true,
+                      [](const Tensor& g, const Tensor&, const Tensor& y) { return div(g, mul(y, scalar_tensor(2.0, y.dtype()))); });
 }
 
 Tensor rsqrt(const Tensor& a) {
-  return unary_op<true>("rsqrt", a, float_result(a.dtype()),
-                  [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+  return record_unary(unary_op<true>("rsqrt", a, float_result(a.dtype()),
+                                     [](auto x) { return decltype(x)(1) / std::sqrt(x); }),
+                      a, "RsqrtBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+                        return mul(g, mul(mul(y, mul(y, y)), scalar_tensor(-0.5, y.dtype())));  // -y^3 / 2
+                      });
 }
 
 Tensor exp(const Tensor& a) {
-  return unary_op<true>("exp", a, float_result(a.dtype()), [](auto x) { return std::exp(x); });
+  return record_unary(unary_op<true>("exp", a, float_result(a.dtype()), [](auto x) { return std::exp(x); }),
+                      a, "ExpBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, y); });
 }
 
 Tensor log(const Tensor& a) {
-  return unary_op<true>("log", a, float_result(a.dtype()), [](auto x) { return std::log(x); });
+  return record_unary(unary_op<true>("log", a, float_result(a.dtype()), [](auto x) { return std::log(x); }),
+                      a, "LogBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
 }
 
 Tensor relu(const Tensor& a) {
   if (a.dtype() == kBool) throw TypeError(not_implemented("relu", kBool));
   // NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
-  return unary_op<false>("relu", a, a.dtype(), [](auto x) {
+  return record_unary(unary_op<false>("relu", a, a.dtype(), [](auto x) {
     using T = decltype(x);
     if constexpr (std::is_floating_point_v<T>)
       if (std::isnan(x)) return x;
     return x > T(0) ? x : T(0);
+  }), a, "ReluBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+    return mul(g, gt(y, scalar_tensor(0, y.dtype())).to(g.dtype()));  // 1 where the output is positive
   });
 }
 
 Tensor gelu(const Tensor& a) {
   if (!is_floating(a.dtype())) throw TypeError(not_implemented("GeluKernelImpl", a.dtype()));
-  return unary_op<true>("gelu", a, a.dtype(), [](auto x) {
+  Tensor out = unary_op<true>("gelu", a, a.dtype(), [](auto x) {
     using T = decltype(x);
     // x * Phi(x) with Phi the normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
     return x * T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
   });
+  return record_unary(out, a, "GeluBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+    // d/dx x Phi(x) = Phi(x) + x phi(x), phi the normal density.
+    return mul(g, unary_op<true>("gelu_backward", x, x.dtype(), [](auto v) {
+                 using T = decltype(v);
+                 const T cdf = T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440)));
+                 const T pdf = std::exp(T(-0.5) * v * v) * T(0.39894228040143267794);
+                 return cdf + v * pdf;
+               }));
+  });
 }
 
 Tensor sigmoid(const Tensor& a) {
-  return unary_op<true>("sigmoid", a, float_result(a.dtype()),
-                  [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); });
+  return record_unary(unary_op<true>("sigmoid", a, float_result(a.dtype()),
+                                     [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); }),
+                      a, "SigmoidBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+                        return mul(g, mul(y, sub(scalar_tensor(1, y.dtype()), y)));  // y (1 - y)
+                      });
 }
 
 Tensor tanh(const Tensor& a) {
-  return unary_op<true>("tanh", a, float_result(a.dtype()), [](auto x) { return std::tanh(x); });
+  return record_unary(unary_op<true>("tanh", a, float_result(a.dtype()), [](auto x) { return std::tanh(x); }),
+                      a, "TanhBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+                        return mul(g, sub(scalar_tensor(1, y.dtype()), mul(y, y)));  // 1 - y^2
+                      });
 }
 
 // ---- comparisons and where --------------------------------------------------------------------
@@ -355,6 +484,15 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
                                                              : py[off[3] + i * st[3]];
                             });
   });
+  if (detail::should_record({&a, &b})) {
+    SavedTensor c(condition);
+    detail::record(out, "WhereBackward0", {a, b},
+                   [c](const Tensor& g) {
+                     const Tensor cond = c.unpack(), zero = scalar_tensor(0, g.dtype());
+                     return std::vector<Tensor>{where(cond, g, zero), where(cond, zero, g)};
+                   },
+                   0, 0);
+  }
   return out;
 }
 

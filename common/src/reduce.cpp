@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd_internal.h"
 #include "internal.h"
 #include "tiny/ops.h"
 
@@ -99,15 +100,43 @@ template <typename M> bool beats(M candidate, M best) {
   return candidate > best;
 }
 
+// The gradient of a sum reaches every element it added: the output's gradient, with the reduced
+// dimensions put back as size 1, broadcast over the input (the tape sums nothing here; it
+// expands). A mean is a sum scaled by 1 / count.
+Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& reduce, const char* name,
+                        bool is_mean) {
+  if (!detail::should_record({&a})) return out;
+  const Shape kept = reduced_shape(a, reduce, true), in = a.shape();
+  double count = 1;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (reduce[d]) count *= static_cast<double>(a.shape()[d]);
+  detail::record(out, name, {a},
+                 [kept, in, count, is_mean](const Tensor& g) {
+                   Tensor spread = g.reshape(kept).expand(in);
+                   if (is_mean) spread = div(spread, scalar_tensor(count, g.dtype()));
+                   return std::vector<Tensor>{spread};
+                 },
+                 static_cast<double>(a.numel()), is_mean ? static_cast<double>(a.numel()) : 0);
+  return out;
+}
+
 }  // namespace
 
-Tensor sum(const Tensor& a) { return sum_impl(a, std::vector<bool>(a.dim(), true), false); }
-Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return sum_impl(a, reduced_dims(a, dims), keepdim);
+Tensor sum(const Tensor& a) {
+  const std::vector<bool> all(a.dim(), true);
+  return record_reduction(sum_impl(a, all, false), a, all, "SumBackward0", false);
 }
-Tensor mean(const Tensor& a) { return mean_impl(a, std::vector<bool>(a.dim(), true), false); }
+Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
+  const auto reduce = reduced_dims(a, dims);
+  return record_reduction(sum_impl(a, reduce, keepdim), a, reduce, "SumBackward1", false);
+}
+Tensor mean(const Tensor& a) {
+  const std::vector<bool> all(a.dim(), true);
+  return record_reduction(mean_impl(a, all, false), a, all, "MeanBackward0", true);
+}
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  return mean_impl(a, reduced_dims(a, dims), keepdim);
+  const auto reduce = reduced_dims(a, dims);
+  return record_reduction(mean_impl(a, reduce, keepdim), a, reduce, "MeanBackward1", true);
 }
 
 Tensor max(const Tensor& a) {
@@ -115,13 +144,29 @@ Tensor max(const Tensor& a) {
   if (a.numel() == 0)
     throw RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
                        "Specify the reduction dim with the 'dim' argument.");
-  return max(a.reshape({-1}), 0).values;
+  Tensor out;
+  {
+    NoGradGuard inside;  // recorded below as one node
+    out = max(a.reshape({-1}), 0).values;
+  }
+  if (detail::should_record({&a})) {
+    // Every element equal to the maximum shares its gradient (ties split evenly), as PyTorch's
+    // max() does.
+    detail::SavedTensor sa(a), so(out);
+    detail::record(out, "MaxBackward1", {a},
+                   [sa, so](const Tensor& g) {
+                     const Tensor hit = eq(sa.unpack(), so.unpack()).to(g.dtype());
+                     return std::vector<Tensor>{mul(hit, div(g, sum(hit)))};
+                   },
+                   static_cast<double>(a.numel()), static_cast<double>(a.numel()));
+  }
+  return out;
 }
 
 MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   detail::op_device("max", {&a});
   dim = wrap_dim(dim, a.dim());
-  const Tensor x = a.dim() == 0 ? a.reshape({1}) : a;
+  const Tensor x = (a.dim() == 0 ? a.reshape({1}) : a).detach();
   const int64_t n = x.shape()[dim];
   if (n == 0)
     throw IndexError("max(): Expected reduction dim " + std::to_string(dim) +
@@ -150,6 +195,20 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
       idx[row] = best;
     }
   });
+  if (detail::should_record({&a})) {
+    // The gradient goes to the one element each maximum came from.
+    const Tensor where_from = keepdim || a.dim() == 0 ? r.indices : r.indices.unsqueeze(dim);
+    const Shape kept = a.dim() == 0 ? Shape{} : reduced_shape(x, reduce, true), in = a.shape();
+    Shape positions_shape(static_cast<size_t>(x.dim()), 1);
+    positions_shape[dim] = n;
+    detail::record(r.values, "MaxBackward0", {a},
+                   [where_from, kept, in, positions_shape, n](const Tensor& g) {
+                     const Tensor positions = arange(n).view(positions_shape);
+                     const Tensor hit = eq(positions, where_from.reshape(kept)).to(g.dtype());
+                     return std::vector<Tensor>{mul(hit, g.reshape(kept)).reshape(in)};
+                   },
+                   static_cast<double>(a.numel()), 0);
+  }
   return r;
 }
 

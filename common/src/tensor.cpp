@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "autograd_internal.h"
 #include "internal.h"
 #include "tiny/allocator.h"
 #include "tiny/format.h"
@@ -193,6 +194,20 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
 
 }  // namespace detail
 
+// ---- autograd for views ------------------------------------------------------------------------
+
+namespace {
+// Makes `out` (a view or copy of `in`) part of the graph when `in` is: `back` maps the gradient
+// of `out` to the gradient of `in`.
+Tensor recorded(Tensor out, const Tensor& in, const char* name,
+                std::function<Tensor(const Tensor&)> back) {
+  if (detail::should_record({&in}))
+    detail::record(out, name, {in},
+                   [back = std::move(back)](const Tensor& g) { return std::vector<Tensor>{back(g)}; }, 0, 0);
+  return out;
+}
+}  // namespace
+
 // ---- Tensor: what it is -----------------------------------------------------------------------
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
@@ -236,7 +251,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides strides = strides_;
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_), *this, "TransposeBackward0",
+                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::T() const {
@@ -253,14 +269,17 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   Shape shape(dim());
   Strides strides(dim());
   std::vector<bool> seen(dim(), false);
+  std::vector<int64_t> inverse(dim());
   for (int64_t i = 0; i < dim(); ++i) {
     const int64_t d = wrap_dim(order[i], dim());
     if (seen[d]) throw RuntimeError("permute(): duplicate dims are not allowed.");
     seen[d] = true;
     shape[i] = shape_[d];
     strides[i] = strides_[d];
+    inverse[d] = i;
   }
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_), *this, "PermuteBackward0",
+                  [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::select(int64_t d, int64_t i) const {
@@ -277,7 +296,12 @@ Tensor Tensor::select(int64_t d, int64_t i) const {
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]);
+  const Shape base = shape_;
+  const DType dt = dtype_;
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]), *this,
+                  "SelectBackward0", [base, dt, d, i](const Tensor& g) {
+                    return detail::scatter_into_zeros(g, base, dt, [d, i](const Tensor& z) { return z.select(d, i); });
+                  });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
@@ -298,7 +322,13 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   Strides strides = strides_;
   shape[d] = (e - b + step - 1) / step;
   strides[d] = strides_[d] * step;
-  return Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]);
+  const Shape base = shape_;
+  const DType dt = dtype_;
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]), *this,
+                  "SliceBackward0", [base, dt, d, b, e, step](const Tensor& g) {
+                    return detail::scatter_into_zeros(
+                        g, base, dt, [d, b, e, step](const Tensor& z) { return z.slice(d, b, e, step); });
+                  });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -364,7 +394,9 @@ Tensor Tensor::expand(const Shape& shape) const {
            ") at non-singleton dimension " + std::to_string(i) + ".");
     }
   }
-  return Tensor(storage_, dtype_, out_shape, out_strides, offset_);
+  // The gradient of a broadcast is summed back by the tape (see autograd_internal.h).
+  return recorded(Tensor(storage_, dtype_, out_shape, out_strides, offset_), *this,
+                  "ExpandBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::squeeze() const {
@@ -375,7 +407,9 @@ Tensor Tensor::squeeze() const {
     shape.push_back(shape_[d]);
     strides.push_back(strides_[d]);
   }
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  const Shape in = shape_;
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_), *this, "SqueezeBackward0",
+                  [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -385,7 +419,8 @@ Tensor Tensor::squeeze(int64_t d) const {
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_), *this, "SqueezeBackward1",
+                  [d](const Tensor& g) { return g.unsqueeze(d); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -395,7 +430,8 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t stride = d >= dim() ? 1 : shape_[d] * strides_[d];
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  return Tensor(storage_, dtype_, shape, strides, offset_);
+  return recorded(Tensor(storage_, dtype_, shape, strides, offset_), *this, "UnsqueezeBackward0",
+                  [d](const Tensor& g) { return g.squeeze(d); });
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -418,14 +454,22 @@ Tensor Tensor::view(const Shape& shape) const {
     throw RuntimeError(
         "view size is not compatible with input tensor's size and stride (at least one "
         "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
-  return Tensor(storage_, dtype_, target, *strides, offset_);
+  const Shape in = shape_;
+  return recorded(Tensor(storage_, dtype_, target, *strides, offset_), *this, "ViewBackward0",
+                  [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
   const Shape target = infer_size(shape, numel());
+  const Shape in = shape_;
+  auto back = [in](const Tensor& g) { return g.reshape(in); };
+  // PyTorch 1.13 names the two cases differently: an alias when a view works, an "unsafe view"
+  // of a clone when the strides force a copy.
   if (auto strides = view_strides(shape_, strides_, target))
-    return Tensor(storage_, dtype_, target, *strides, offset_);
-  return clone().view(target);  // the strides cannot express it: copy, then view the copy
+    return recorded(Tensor(storage_, dtype_, target, *strides, offset_), *this, "ReshapeAliasBackward0", back);
+  const Tensor copy = clone();
+  return recorded(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0), copy,
+                  "UnsafeViewBackward0", back);
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
@@ -436,11 +480,25 @@ Tensor Tensor::clone() const {
   detail::op_device("clone", {this});
   Tensor out = empty(shape_, dtype_, device());
   detail::copy_elements(out, *this);
-  return out;
+  return recorded(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
   detail::op_device("copy_", {this, &src});
+  if (grad_mode_enabled()) {
+    // The tape records out-of-place ops only; an in-place write into a tensor it tracks (or of
+    // a tracked tensor into an untracked one) would silently lose gradients, so it is refused.
+    if (requires_grad() && is_leaf())
+      throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
+    if (requires_grad())
+      throw RuntimeError("in-place operation on a tensor that is part of the autograd graph "
+                         "(grad_fn=" + grad_fn()->name() + "): this tape records out-of-place "
+                         "operations only; compute the result out of place");
+    if (src.requires_grad())
+      throw RuntimeError("copy_ of a tensor that requires grad into one that does not: the "
+                         "gradient would be lost; use the source directly, or detach() it");
+  }
+  storage_->bump_version();
   Tensor source = src.expand(shape_);
   // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not yet
   // read; copy it aside first so the result is what a reader expects.
@@ -462,7 +520,8 @@ Tensor Tensor::to(DType dtype) const {
   detail::op_device("to", {this});
   Tensor out = empty(shape_, dtype, device());
   detail::copy_elements(out, *this);
-  return out;
+  if (!is_floating(dtype)) return out;  // integers and bools carry no gradient
+  return recorded(out, *this, "ToCopyBackward0", [](const Tensor& g) { return g; });  // the tape casts back
 }
 
 Tensor Tensor::to(Device device) const {

@@ -21,6 +21,9 @@
 
 namespace tiny {
 
+class Node;
+struct AutogradMeta;
+
 /// A tensor's sizes, one per dimension.
 using Shape = std::vector<int64_t>;
 /// A tensor's strides, in elements, one per dimension.
@@ -42,11 +45,17 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   /// Where the block lives.
   Device device() const { return device_; }
+  /// How many times the block was written in place; autograd checks it was not changed between
+  /// saving a tensor for backward and using it.
+  uint64_t version() const { return version_; }
+  /// Records an in-place write.
+  void bump_version() { ++version_; }
 
  private:
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
+  uint64_t version_ = 0;
 };
 
 /// A number that is not a tensor: a bool, an integer or a float. Ops take it where PyTorch takes
@@ -269,10 +278,38 @@ class Tensor {
   Tensor triu(int64_t diagonal = 0) const;         ///< upper triangle of the last two dims
   Tensor tril(int64_t diagonal = 0) const;         ///< lower triangle of the last two dims
 
+  // ---- autograd (autograd.h) ---------------------------------------------------------------
+  /// True when gradients flow to or through this tensor.
+  bool requires_grad() const;
+  /// Marks a leaf as needing its gradient (only floating-point leaves can).
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// The accumulated gradient of a leaf (undefined until a backward pass reaches it, and
+  /// always undefined for tensors computed by recorded ops).
+  Tensor grad() const;
+  /// Replaces the stored gradient (an undefined tensor clears it).
+  void set_grad(const Tensor& grad) const;
+  /// The node that computed this tensor, or null for a leaf.
+  std::shared_ptr<Node> grad_fn() const;
+  /// True for tensors that no recorded op produced.
+  bool is_leaf() const { return grad_fn() == nullptr; }
+  /// tiny::backward(*this): the gradient of this one-element tensor with respect to the leaves.
+  void backward() const;
+  /// tiny::backward(*this, gradient, retain_graph).
+  void backward(const Tensor& gradient, bool retain_graph = false) const;
+  /// The same memory as a new leaf outside the graph (requires_grad false).
+  Tensor detach() const;
+  /// The shared autograd state (null until something needs it); for the library's internals.
+  const std::shared_ptr<AutogradMeta>& autograd_meta() const { return autograd_; }
+  /// Creates the autograd state if missing and returns it; for the library's internals.
+  AutogradMeta& ensure_autograd_meta() const;
+
   /// PyTorch's printed form: `tensor([[1., 2.], [3., 4.]])`.
   std::string str() const;
 
  private:
+  // Shared by every copy of this handle, like the rest of the tensor: `Tensor b = a;` makes b
+  // the same tensor, with the same .grad. (mutable: handles are const, the state is shared.)
+  mutable std::shared_ptr<AutogradMeta> autograd_;
   std::shared_ptr<Storage> storage_;
   DType dtype_ = kFloat32;
   Shape shape_;
@@ -282,6 +319,14 @@ class Tensor {
 
 /// Prints a tensor as str() does.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// The autograd state of a tensor, shared by all handles to it.
+struct AutogradMeta {
+  bool requires_grad = false;                 ///< gradients flow to or through the tensor
+  Tensor grad;                                ///< a leaf's accumulated gradient
+  std::shared_ptr<Node> grad_fn;              ///< the node that computed it (null for leaves)
+  std::weak_ptr<Node> grad_accumulator;       ///< a leaf's AccumulateGrad node, shared by all uses
+};
 
 // ---- creation ---------------------------------------------------------------------------------
 /// An uninitialised tensor (its memory may hold anything).

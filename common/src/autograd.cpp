@@ -1,0 +1,349 @@
+// autograd.cpp: the tape's nodes, the backward engine, grad mode, and saved-tensor hooks.
+#include "tiny/autograd.h"
+
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd_internal.h"
+#include "internal.h"
+
+namespace tiny {
+
+namespace {
+
+thread_local bool t_grad_mode = true;
+
+struct HookPair {
+  SavedTensorsHooks::Hook pack, unpack;
+};
+thread_local std::vector<HookPair> t_hooks;
+
+const char* kBackwardTwice =
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.";
+
+// A node made by an op: its backward rule, plus what the tape needs to shape the gradients.
+class FunctionNode : public Node {
+ public:
+  FunctionNode(std::string name, std::vector<Edge> next, double fwd, double bwd, detail::BackwardFn fn,
+               std::vector<Shape> shapes, std::vector<DType> dtypes)
+      : Node(std::move(name), std::move(next), fwd, bwd),
+        fn_(std::move(fn)),
+        shapes_(std::move(shapes)),
+        dtypes_(std::move(dtypes)) {}
+
+  std::vector<Tensor> apply(const Tensor& grad_output) override {
+    if (!fn_) throw RuntimeError(kBackwardTwice);
+    std::vector<Tensor> grads = fn_(grad_output);
+    grads.resize(shapes_.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined() || !next_functions()[i].fn) {
+        grads[i] = Tensor();
+        continue;
+      }
+      if (grads[i].shape() != shapes_[i]) grads[i] = detail::sum_to(grads[i], shapes_[i]);
+      grads[i] = grads[i].to(dtypes_[i]);
+    }
+    return grads;
+  }
+
+  // Dropping the rule drops every tensor its closure saved.
+  void release_saved() override { fn_ = nullptr; }
+
+ private:
+  detail::BackwardFn fn_;
+  std::vector<Shape> shapes_;
+  std::vector<DType> dtypes_;
+};
+
+// The end of every path: adds the gradient into the leaf's .grad.
+class AccumulateGrad : public Node {
+ public:
+  explicit AccumulateGrad(const std::shared_ptr<AutogradMeta>& leaf, Shape shape, DType dtype)
+      : Node("AccumulateGrad", {}, 0, 0), leaf_(leaf), shape_(std::move(shape)), dtype_(dtype) {}
+
+  std::vector<Tensor> apply(const Tensor& g) override {
+    auto meta = leaf_.lock();
+    if (!meta) return {};  // the leaf is gone; nobody can read its gradient
+    Tensor grad = g.shape() == shape_ ? g : detail::sum_to(g, shape_);
+    grad = grad.to(dtype_);
+    // The first gradient is copied into fresh memory, so that no other tensor shares it; later
+    // ones are added out of place.
+    meta->grad = meta->grad.defined() ? add(meta->grad, grad) : grad.clone();
+    return {};
+  }
+
+ private:
+  std::weak_ptr<AutogradMeta> leaf_;
+  Shape shape_;
+  DType dtype_;
+};
+
+// The node that receives a gradient for `t`: its grad_fn, or (for a leaf that requires a
+// gradient) its AccumulateGrad, created once and shared by every use of the leaf.
+Edge edge_for(const Tensor& t) {
+  if (!t.requires_grad()) return {};
+  if (auto fn = t.grad_fn()) return {fn, 0};
+  AutogradMeta& meta = t.ensure_autograd_meta();
+  auto acc = meta.grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.autograd_meta(), t.shape(), t.dtype());
+    meta.grad_accumulator = acc;
+  }
+  return {acc, 0};
+}
+
+}  // namespace
+
+// ---- Node ---------------------------------------------------------------------------------------
+
+struct NodeAccess {
+  static std::vector<Edge>& next(Node& n) { return n.next_; }
+};
+
+Node::Node(std::string name, std::vector<Edge> next, double forward_flops, double backward_flops)
+    : name_(std::move(name)),
+      next_(std::move(next)),
+      forward_flops_(forward_flops),
+      backward_flops_(backward_flops) {}
+
+// Destroying the head of a long chain would destroy the next node from inside this destructor,
+// and so on, one stack frame per node: 100,000 ops would overflow the stack. Instead, take over
+// the edges of every node that is about to die with us and release them one at a time.
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> pending;
+  for (Edge& e : next_)
+    if (e.fn) pending.push_back(std::move(e.fn));
+  next_.clear();
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    if (n.use_count() == 1) {  // we hold the last reference: it dies at the end of this loop
+      for (Edge& e : NodeAccess::next(*n))
+        if (e.fn) pending.push_back(std::move(e.fn));
+      NodeAccess::next(*n).clear();
+    }
+  }
+}
+
+std::ostream& operator<<(std::ostream& os, const Node& node) {
+  return os << "<" << node.name() << ">";
+}
+
+// ---- grad mode and hooks -------------------------------------------------------------------------
+
+bool grad_mode_enabled() { return t_grad_mode; }
+NoGradGuard::NoGradGuard() : previous_(t_grad_mode) { t_grad_mode = false; }
+NoGradGuard::~NoGradGuard() { t_grad_mode = previous_; }
+
+SavedTensorsHooks::SavedTensorsHooks(Hook pack, Hook unpack) {
+  t_hooks.push_back({std::move(pack), std::move(unpack)});
+}
+SavedTensorsHooks::~SavedTensorsHooks() { t_hooks.pop_back(); }
+
+// ---- Tensor's autograd methods ----------------------------------------------------------------
+
+AutogradMeta& Tensor::ensure_autograd_meta() const {
+  if (!autograd_) autograd_ = std::make_shared<AutogradMeta>();
+  return *autograd_;
+}
+
+bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool flag) {
+  if (!is_leaf())
+    throw RuntimeError("you can only change requires_grad flags of leaf variables.");
+  if (flag && !is_floating(dtype_))
+    throw RuntimeError("only Tensors of floating point dtype can require gradients");
+  ensure_autograd_meta().requires_grad = flag;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& grad) const {
+  if (grad.defined() && grad.shape() != shape_)
+    throw RuntimeError("assigned grad has data of a different size");
+  ensure_autograd_meta().grad = grad;
+}
+
+std::shared_ptr<Node> Tensor::grad_fn() const { return autograd_ ? autograd_->grad_fn : nullptr; }
+
+void Tensor::backward() const { tiny::backward(*this); }
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  tiny::backward(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const { return Tensor(storage_, dtype_, shape_, strides_, offset_); }
+
+// ---- recording ---------------------------------------------------------------------------------
+
+namespace detail {
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!t_grad_mode) return false;
+  for (const Tensor* t : inputs)
+    if (t->requires_grad()) return true;
+  return false;
+}
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;
+  storage_ = t.storage();
+  version_ = storage_->version();
+  shape_ = t.shape();
+  dtype_ = t.dtype();
+  packed_ = t.detach();
+  if (!t_hooks.empty()) {
+    packed_ = t_hooks.back().pack(packed_);
+    unpack_hook_ = t_hooks.back().unpack;
+  }
+}
+
+Tensor SavedTensor::unpack() const {
+  if (!storage_) return Tensor();
+  if (storage_->version() != version_)
+    throw RuntimeError("one of the variables needed for gradient computation has been modified "
+                       "by an inplace operation: [torch." + std::string(dtype_name(dtype_)) + " " +
+                       shape_str(shape_) + "], which is output 0 of its producer, is at version " +
+                       std::to_string(storage_->version()) + "; expected version " +
+                       std::to_string(version_) + " instead.");
+  return unpack_hook_ ? unpack_hook_(packed_) : packed_;
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
+            double forward_flops, double backward_flops) {
+  std::vector<Edge> next;
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  for (const Tensor& t : inputs) {
+    next.push_back(edge_for(t));
+    shapes.push_back(t.shape());
+    dtypes.push_back(t.dtype());
+  }
+  AutogradMeta& meta = out.ensure_autograd_meta();
+  meta.requires_grad = true;
+  meta.grad_fn = std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
+                                                std::move(backward), std::move(shapes), std::move(dtypes));
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  if (lead < 0) throw RuntimeError("sum_to: gradient of shape " + shape_str(g.shape()) +
+                                   " cannot be summed to " + shape_str(shape));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+  Tensor r = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
+  return r.reshape(shape);
+}
+
+Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, DType dtype,
+                          const std::function<Tensor(const Tensor&)>& view_of) {
+  Tensor base = zeros(base_shape, dtype);
+  view_of(base).copy_(g);
+  return base;
+}
+
+}  // namespace detail
+
+// ---- the engine --------------------------------------------------------------------------------
+
+std::vector<std::shared_ptr<Node>> graph_nodes(const Tensor& root) {
+  std::vector<std::shared_ptr<Node>> order;
+  if (!root.grad_fn()) return order;
+  std::unordered_set<Node*> seen;
+  // Depth first with an explicit stack; children pushed in reverse so they pop in order.
+  std::vector<std::shared_ptr<Node>> stack = {root.grad_fn()};
+  while (!stack.empty()) {
+    auto n = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    order.push_back(n);
+    const auto& next = n->next_functions();
+    for (auto it = next.rbegin(); it != next.rend(); ++it)
+      if (it->fn && !seen.count(it->fn.get())) stack.push_back(it->fn);
+  }
+  return order;
+}
+
+void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  if (!root.requires_grad())
+    throw RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn");
+  Tensor seed = gradient;
+  if (!seed.defined()) {
+    if (root.numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
+    seed = ones(root.shape(), root.dtype());
+  } else if (seed.shape() != root.shape()) {
+    throw RuntimeError("Mismatch in shape: grad_output[0] has a shape of " + detail::shape_str(seed.shape()) +
+                       " and output[0] has a shape of " + detail::shape_str(root.shape()) + ".");
+  }
+  NoGradGuard no_grad;  // the backward pass itself is not recorded
+  const Edge start = edge_for(root);
+
+  // Count, for every node reachable from the root, how many edges lead into it; a node may run
+  // once all of them have delivered their gradient (Kahn's topological order, no recursion).
+  std::unordered_map<Node*, int> pending;
+  std::vector<Node*> stack = {start.fn.get()};
+  std::unordered_set<Node*> seen = {start.fn.get()};
+  std::vector<Node*> visited;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    visited.push_back(n);
+    for (const Edge& e : n->next_functions()) {
+      if (!e.fn) continue;
+      ++pending[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+
+  std::unordered_map<Node*, Tensor> grads = {{start.fn.get(), seed}};
+  std::deque<Node*> ready = {start.fn.get()};
+  while (!ready.empty()) {
+    Node* n = ready.front();
+    ready.pop_front();
+    auto found = grads.find(n);
+    // A node that no gradient reached (every path into it gave none) still passes "none" on,
+    // so that the nodes after it are not left waiting.
+    std::vector<Tensor> input_grads;
+    if (found != grads.end()) {
+      const Tensor g = std::move(found->second);
+      grads.erase(found);
+      input_grads = n->apply(g);
+    }
+    const auto& next = n->next_functions();
+    for (size_t i = 0; i < next.size(); ++i) {
+      Node* child = next[i].fn.get();
+      if (!child) continue;
+      if (i < input_grads.size() && input_grads[i].defined()) {
+        // A tensor used in several places receives a gradient from each: they add up.
+        auto it = grads.find(child);
+        if (it == grads.end()) grads.emplace(child, input_grads[i]);
+        else it->second = add(it->second, input_grads[i]);
+      }
+      if (--pending[child] == 0) ready.push_back(child);
+    }
+  }
+  if (!retain_graph)
+    for (Node* n : visited) n->release_saved();
+}
+
+void zero_grad(const std::vector<Tensor>& params, bool set_to_none) {
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) {
+      p.set_grad(Tensor());
+    } else {
+      NoGradGuard no_grad;
+      p.grad().zero_();
+    }
+  }
+}
+
+}  // namespace tiny
