@@ -355,14 +355,27 @@ template <typename Drop> Tensor triangle(const char* op, const Tensor& a, Drop d
   });
   return out;
 }
+
+// The gradient of a masked copy is the same mask applied to the gradient.
+Tensor record_triangle(Tensor out, const Tensor& a, const char* name, bool upper, int64_t diagonal) {
+  if (detail::should_record({&a}))
+    detail::record(out, name, {a},
+                   [upper, diagonal](const Tensor& g) {
+                     return std::vector<Tensor>{upper ? triu(g, diagonal) : tril(g, diagonal)};
+                   },
+                   0, 0);
+  return out;
+}
 }  // namespace
 
 Tensor triu(const Tensor& a, int64_t diagonal) {
-  return triangle("triu", a, [diagonal](int64_t i, int64_t j) { return j - i < diagonal; });
+  return record_triangle(triangle("triu", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i < diagonal; }),
+                         a, "TriuBackward0", true, diagonal);
 }
 
 Tensor tril(const Tensor& a, int64_t diagonal) {
-  return triangle("tril", a, [diagonal](int64_t i, int64_t j) { return j - i > diagonal; });
+  return record_triangle(triangle("tril", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i > diagonal; }),
+                         a, "TrilBackward0", false, diagonal);
 }
 
 }  // namespace tiny

@@ -113,8 +113,8 @@ class NestedList {
 
 /// A Python slice `start:stop:step`; an unset bound means "from the start" / "to the end".
 struct Slice {
-  std::optional<int64_t> start;  ///< first index (may be negative); unset: 0
-  std::optional<int64_t> stop;   ///< one past the last index (may be negative); unset: the size
+  std::optional<int64_t> start = std::nullopt;  ///< first index (may be negative); unset: 0
+  std::optional<int64_t> stop = std::nullopt;   ///< one past the last index (may be negative); unset: the size
   int64_t step = 1;              ///< positive step
 };
 

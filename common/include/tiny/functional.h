@@ -1,0 +1,24 @@
+/// @file functional.h
+/// @brief Losses and normalisations, as torch.nn.functional has them, differentiable and in
+/// their numerically stable forms.
+#pragma once
+#include "tiny/tensor.h"
+
+namespace tiny {
+
+/// log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max))) so that large
+/// logits do not overflow.
+Tensor log_softmax(const Tensor& x, int64_t dim);
+/// exp(x) / sum(exp(x)) along `dim`, shifted by the maximum first.
+Tensor softmax(const Tensor& x, int64_t dim);
+/// Mean squared error: mean((input - target)^2).
+Tensor mse_loss(const Tensor& input, const Tensor& target);
+/// Mean binary cross-entropy of sigmoid(logits) against targets in [0, 1], computed from the
+/// logits as max(x, 0) - x y + log(1 + exp(-|x|)), which never takes the log of 0.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
+/// Mean negative log-likelihood: -mean(log_probs[i, target[i]]); `target` holds int64 classes.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+/// Cross-entropy of logits (N, C) against int64 classes (N): nll_loss(log_softmax(logits, 1)).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+
+}  // namespace tiny

@@ -1,0 +1,383 @@
+// The library's autograd: every differentiable op against central finite differences, on random
+// shapes and layouts (broadcast and non-contiguous inputs included); the graph's structure and
+// names; the cases small tapes get wrong; memory and error behaviour.
+#include <functional>
+
+#include "test_util.h"
+
+using namespace tiny;
+using namespace tiny::testing;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// The loss the check differentiates: f's output weighted by fixed random numbers and summed, so
+// that every output element's gradient matters.
+double weighted(const Tensor& out, const Tensor& w) { return sum(mul(out, w)).item(); }
+
+// Compares the tape's gradients of sum(f(inputs) * w) with central differences
+// (f(x + h) - f(x - h)) / 2h in float64. With h = 1e-6 the truncation error is ~h^2 |f'''| and
+// the rounding error ~eps |f| / h ~ 1e-10, so 1e-6 absolute plus 1e-5 relative is far above
+// both and far below any wrong rule.
+::testing::AssertionResult gradients_match(std::mt19937_64& rng, const Fn& f, std::vector<Tensor> inputs) {
+  for (auto& x : inputs) x.requires_grad_();
+  const Tensor out = f(inputs);
+  const Tensor w = random_values(rng, out.shape());
+  backward(sum(mul(out, w)));
+  const double h = 1e-6;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Tensor x = inputs[k];
+    const Tensor grad = x.grad();
+    if (!grad.defined()) return ::testing::AssertionFailure() << "input " << k << " got no gradient";
+    if (grad.shape() != x.shape()) return ::testing::AssertionFailure() << "input " << k << " gradient shape " << format_tuple(grad.shape());
+    Tensor numeric = zeros(x.shape(), kFloat64);
+    NoGradGuard no_grad;
+    for (const auto& idx : all_indices(x.shape())) {
+      Tensor cell = x;
+      for (int64_t i : idx) cell = cell.select(0, i);
+      const double v = cell.item();
+      cell.fill_(v + h);
+      const double up = weighted(f(inputs), w);
+      cell.fill_(v - h);
+      const double down = weighted(f(inputs), w);
+      cell.fill_(v);
+      Tensor slot = numeric;
+      for (int64_t i : idx) slot = slot.select(0, i);
+      slot.fill_((up - down) / (2 * h));
+    }
+    auto r = close(grad, numeric, 1e-6, 1e-5);
+    if (!r) return r << " (gradient of input " << k << ", shape " << format_tuple(x.shape()) << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A float64 input of `shape` in a random layout (contiguous, permuted or strided).
+Tensor input(std::mt19937_64& rng, const Shape& shape, bool positive = false) {
+  return random_layout(rng, random_values(rng, shape, positive), kFloat64);
+}
+
+Tensor one_hot_targets(std::mt19937_64& rng, int64_t n, int64_t c) {
+  std::vector<int64_t> t(static_cast<size_t>(n));
+  for (auto& v : t) v = uniform_int(rng, 0, c - 1);
+  return from_vector(t, {n});
+}
+
+}  // namespace
+
+TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
+  TINY_SEEDED(rng);
+  struct Case { const char* name; Fn f; bool positive; };
+  const std::vector<Case> unary = {
+      {"neg", [](auto& v) { return -v[0]; }, false},
+      {"abs", [](auto& v) { return abs(v[0]); }, false},
+      {"sqrt", [](auto& v) { return sqrt(v[0]); }, true},
+      {"rsqrt", [](auto& v) { return rsqrt(v[0]); }, true},
+      {"exp", [](auto& v) { return exp(v[0]); }, false},
+      {"log", [](auto& v) { return log(v[0]); }, true},
+      {"relu", [](auto& v) { return relu(v[0]); }, false},
+      {"gelu", [](auto& v) { return gelu(v[0]); }, false},
+      {"sigmoid", [](auto& v) { return sigmoid(v[0]); }, false},
+      {"tanh", [](auto& v) { return tanh(v[0]); }, false},
+      {"pow 3", [](auto& v) { return v[0].pow(3); }, false},
+      {"pow -0.5", [](auto& v) { return v[0].pow(-0.5); }, true},
+      {"x * 2.5 + 1", [](auto& v) { return v[0] * 2.5 + 1; }, false},
+      {"1 / x", [](auto& v) { return 1.0 / v[0]; }, true},
+      {"x * x", [](auto& v) { return v[0] * v[0]; }, false},
+  };
+  for (const auto& c : unary)
+    for (int trial = 0; trial < 3; ++trial)
+      ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, random_shape(rng, 3, 4), c.positive)})) << c.name;
+  const std::vector<Case> binary = {
+      {"add", [](auto& v) { return v[0] + v[1]; }, false},
+      {"sub", [](auto& v) { return v[0] - v[1]; }, false},
+      {"mul", [](auto& v) { return v[0] * v[1]; }, false},
+      {"div", [](auto& v) { return v[0] / v[1]; }, true},
+      {"pow", [](auto& v) { return pow(v[0], v[1]); }, true},
+      {"maximum", [](auto& v) { return maximum(v[0], v[1]); }, false},
+      {"minimum", [](auto& v) { return minimum(v[0], v[1]); }, false},
+      {"where", [](auto& v) { return where(gt(v[0], v[1]), v[0] * 3, v[1]); }, false},
+  };
+  for (const auto& c : binary)
+    for (int trial = 0; trial < 4; ++trial) {
+      // Shapes that broadcast: the gradient of a broadcast input is summed back to its shape.
+      Shape full = random_shape(rng, 3, 4);
+      Shape sa = full, sb = full;
+      for (auto& d : sa) if (uniform_int(rng, 0, 3) == 0) d = 1;
+      for (auto& d : sb) if (uniform_int(rng, 0, 3) == 0) d = 1;
+      if (!sb.empty() && uniform_int(rng, 0, 1)) sb.erase(sb.begin());
+      ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, sa, c.positive), input(rng, sb, c.positive)}))
+          << c.name << " " << format_tuple(sa) << " with " << format_tuple(sb);
+    }
+}
+
+TEST(Ch03_Autograd, ReductionsMatchFiniteDifferences) {
+  TINY_SEEDED(rng);
+  const Shape s = {3, 4, 2};
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return sum(v[0]); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return sum(v[0], {0, 2}); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return sum(v[0], {1}, true); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mean(v[0]); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mean(v[0], {-1}); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0]); }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0], 1).values; }, {input(rng, s)}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0], 0, true).values; }, {input(rng, s)}));
+}
+
+TEST(Ch03_Autograd, MatmulInEveryShapeMatchesFiniteDifferences) {
+  TINY_SEEDED(rng);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{3}, {3}}, {{2, 3}, {3}}, {{3}, {3, 4}}, {{2, 3}, {3, 4}}, {{2, 5, 3}, {3, 4}},
+      {{2, 2, 3}, {2, 3, 4}}, {{3, 1, 2, 3}, {2, 3, 2}}, {{2, 3}, {2, 3, 4}}, {{2, 2, 3}, {3}}};
+  for (const auto& [sa, sb] : shapes)
+    ASSERT_TRUE(gradients_match(rng, [](auto& v) { return matmul(v[0], v[1]); }, {input(rng, sa), input(rng, sb)}))
+        << format_tuple(sa) << " @ " << format_tuple(sb);
+}
+
+TEST(Ch03_Autograd, ViewsMatchFiniteDifferences) {
+  TINY_SEEDED(rng);
+  const std::vector<std::pair<const char*, Fn>> views = {
+      {"transpose", [](auto& v) { return v[0].transpose(0, 2) * 1.0; }},
+      {"T", [](auto& v) { return v[0].T() * 1.0; }},
+      {"permute", [](auto& v) { return v[0].permute({1, 2, 0}) * 1.0; }},
+      {"select", [](auto& v) { return v[0][1] * 1.0; }},
+      {"slice", [](auto& v) { return v[0].slice(1, 1, std::nullopt, 2) * 1.0; }},
+      {"index", [](auto& v) { return v[0].index({Slice{}, 2, Slice{0, 1}}) * 1.0; }},
+      {"view", [](auto& v) { return v[0].contiguous().view({4, 6}) * 1.0; }},
+      {"reshape (copy)", [](auto& v) { return v[0].transpose(0, 1).reshape({24}) * 1.0; }},
+      {"flatten", [](auto& v) { return v[0].flatten(1) * 1.0; }},
+      {"expand", [](auto& v) { return v[0][0].unsqueeze(0).expand({5, 4, 2}) * 1.0; }},
+      {"squeeze/unsqueeze", [](auto& v) { return v[0].unsqueeze(1).squeeze(1).narrow(2, 1, 1).squeeze() * 1.0; }},
+      {"clone", [](auto& v) { return v[0].clone(); }},
+      {"triu", [](auto& v) { return v[0].triu(1) * 1.0; }},
+      {"tril", [](auto& v) { return v[0].tril() * 1.0; }},
+  };
+  for (const auto& [name, f] : views)
+    ASSERT_TRUE(gradients_match(rng, f, {input(rng, {3, 4, 2})})) << name;
+}
+
+TEST(Ch03_Autograd, LossesMatchFiniteDifferences) {
+  TINY_SEEDED(rng);
+  const Tensor labels = random_layout(rng, rand({4, 3}, kFloat64), kFloat64);
+  const Tensor classes = one_hot_targets(rng, 5, 4);
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mse_loss(v[0], v[1]); }, {input(rng, {4, 3}), input(rng, {4, 3})}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return binary_cross_entropy_with_logits(v[0], v[1]); },
+                              {input(rng, {4, 3}), labels.clone()}));
+  ASSERT_TRUE(gradients_match(rng, [&](auto& v) { return cross_entropy(v[0], classes); }, {input(rng, {5, 4})}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return log_softmax(v[0], 1); }, {input(rng, {3, 4})}));
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return softmax(v[0], 0); }, {input(rng, {3, 4})}));
+}
+
+TEST(Ch03_Autograd, DtypeConversionPassesGradientsBack) {
+  // float32 rounding would swamp a finite difference, so check the rule directly: the gradient
+  // of to(float64) is the incoming gradient cast back to float32.
+  Tensor a = tensor({1.5f, -2.0f}).requires_grad_();
+  (a.to(kFloat64) * tensor({3.0, 4.0}, kFloat64)).sum().backward();
+  EXPECT_EQ(a.grad().dtype(), kFloat32);
+  EXPECT_EQ(a.grad().tolist(), (std::vector<double>{3, 4}));
+  Tensor b = tensor({1.5}).requires_grad_();
+  EXPECT_FALSE(b.to(kInt64).requires_grad());  // integers carry no gradient
+}
+
+TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
+  // Zero logits over 4 classes: ln 4 (reference/PYTORCH_FACTS.md, section 10).
+  EXPECT_NEAR(cross_entropy(zeros({2, 4}), tensor({0, 3})).item(), 1.3862943649291992, 1e-7);
+  // Logits of +-1000 would overflow exp() in the naive forms; the stable forms give exact answers.
+  Tensor big = tensor({{1000.0, -1000.0}}, kFloat64);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{1.0, 0.0}}, kFloat64)).item(), 0.0, 1e-12);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{0.0, 1.0}}, kFloat64)).item(), 1000.0, 1e-9);
+  EXPECT_NEAR(cross_entropy(tensor({{1000.0, 0.0}}, kFloat64), tensor({1})).item(), 1000.0, 1e-9);
+  EXPECT_TRUE(throws_with<IndexError>([] { cross_entropy(zeros({2, 3}), tensor({0, 3})); }, "Target 3 is out of bounds."));
+  EXPECT_TRUE(throws_with<ValueError>([] { mse_loss(zeros({2, 3}), zeros({3})); }, "Target size ([3]) must be the same as input size ([2, 3])"));
+}
+
+// The cases a small tape gets wrong.
+TEST(Ch03_Autograd, PathsAddUp) {
+  Tensor a = tensor({1.5, -2.0}, kFloat64).requires_grad_();
+  Tensor b = a + a;  // the diamond: a reaches c along four paths
+  Tensor c = b + b;
+  sum(c).backward();
+  EXPECT_EQ(a.grad().tolist(), (std::vector<double>{4, 4}));
+
+  Tensor x = tensor({3.0}, kFloat64).requires_grad_();
+  (x * x).sum().backward();  // y = x * x: the same tensor as both inputs
+  EXPECT_EQ(x.grad().item(), 6.0);
+
+  Tensor w = tensor({{2.0}}, kFloat64).requires_grad_();  // a weight used twice
+  Tensor h = matmul(matmul(tensor({{3.0}}, kFloat64), w), w);  // 3 w^2
+  h.sum().backward();
+  EXPECT_EQ(w.grad().item(), 12.0);
+
+  Tensor leaf = tensor({2.0}, kFloat64).requires_grad_();  // one leaf, two branches
+  (exp(leaf) + leaf * 3).sum().backward();
+  EXPECT_NEAR(leaf.grad().item(), std::exp(2.0) + 3, 1e-12);
+}
+
+TEST(Ch03_Autograd, GradientsBasicsOfTheLecture) {  // seed document 003, gradients_basics
+  Tensor x = tensor({1., 2, 3});
+  Tensor w = tensor({1., 1, 1}).requires_grad_();
+  Tensor loss = 0.5 * (matmul(x, w) - 5).pow(2);
+  loss.backward();
+  EXPECT_EQ(w.grad().tolist(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Ch03_Autograd, DeepChainNeedsNoRecursion) {
+  // 100,000 recorded ops: building, differentiating and freeing the graph must not recurse.
+  Tensor x = tensor({1.0}, kFloat64).requires_grad_();
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = y * 1.0;
+  EXPECT_EQ(graph_nodes(y).size(), 100001u);
+  y.sum().backward();
+  EXPECT_EQ(x.grad().item(), 1.0);
+  y = Tensor();  // the whole chain is freed here
+}
+
+TEST(Ch03_Autograd, GradientsAccumulateUntilCleared) {
+  Tensor w = tensor({1.0, -1.0}, kFloat64).requires_grad_();
+  Tensor loss = (w * w).sum();
+  loss.backward(Tensor(), /*retain_graph=*/true);
+  loss.backward();  // a second pass through the retained graph adds the same gradient again
+  EXPECT_EQ(w.grad().tolist(), (std::vector<double>{4, -4}));
+  zero_grad({w});
+  EXPECT_FALSE(w.grad().defined());  // set to None
+  (w * 3).sum().backward();
+  zero_grad({w}, /*set_to_none=*/false);
+  EXPECT_EQ(w.grad().tolist(), (std::vector<double>{0, 0}));
+}
+
+TEST(Ch03_Autograd, SecondBackwardThroughAFreedGraphRaises) {
+  Tensor w = tensor({1.0}, kFloat64).requires_grad_();
+  Tensor loss = (w * w).sum();
+  loss.backward();
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { loss.backward(); },
+      "Trying to backward through the graph a second time (or directly access saved tensors after "
+      "they have already been freed). Saved intermediate values of the graph are freed when you call "
+      ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+      "graph a second time or if you need to access saved tensors after calling backward."));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { (ones({2}).requires_grad_() * 2).backward(); },
+                                        "grad can be implicitly created only for scalar outputs"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}).backward(); }, "does not require grad"));
+}
+
+TEST(Ch03_Autograd, NoGradRecordsAndSavesNothing) {
+  Tensor w = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
+  int saved = 0;
+  SavedTensorsHooks count([&](const Tensor& t) { ++saved; return t; }, [](const Tensor& t) { return t; });
+  {
+    NoGradGuard no_grad;
+    Tensor y = relu(matmul(tensor({{1.0, 0.0}}), w));
+    EXPECT_EQ(y.grad_fn(), nullptr);
+    EXPECT_FALSE(y.requires_grad());
+  }
+  EXPECT_EQ(saved, 0);
+  Tensor y = relu(matmul(tensor({{1.0, 0.0}}), w));  // saves the input of mm and relu's output
+  EXPECT_EQ(saved, 2);
+  EXPECT_TRUE(grad_mode_enabled());
+  Tensor d = y.detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_EQ(d.data_ptr(), y.data_ptr());
+}
+
+TEST(Ch03_Autograd, SavedTensorHooksSeeWhatBackwardKeeps) {
+  Tensor w = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
+  size_t bytes = 0;
+  int unpacked = 0;
+  Tensor loss;
+  {
+    SavedTensorsHooks hooks([&](const Tensor& t) { bytes += t.nbytes(); return t; },
+                            [&](const Tensor& t) { ++unpacked; return t; });
+    loss = relu(matmul(ones({3, 2}), w)).sum();
+  }
+  EXPECT_EQ(bytes, 3 * 2 * 4u + 3 * 2 * 4u);  // mm keeps x (3x2), relu keeps its output (3x2)
+  loss.backward();
+  EXPECT_EQ(unpacked, 2);
+}
+
+TEST(Ch03_Autograd, InPlaceChangesAreCaught) {
+  Tensor w = tensor({1.0, 2.0}).requires_grad_();
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { w.fill_(0); }, "a leaf Variable that requires grad is being used in an in-place operation."));
+  {
+    NoGradGuard no_grad;  // how an optimizer updates a weight
+    w.fill_(3.0);
+  }
+  Tensor y = w * 2;
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { y.fill_(0); }, "in-place operation on a tensor that is part of the autograd graph"));
+  Tensor x = tensor({1.0, 2.0});
+  Tensor z = (w * x).sum();  // saves x
+  x.fill_(5.0);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { z.backward(); },
+                                        "one of the variables needed for gradient computation has been modified by an inplace operation"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { tensor({1, 2}).requires_grad_(); }, "only Tensors of floating point dtype can require gradients"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { y.requires_grad_(false); }, "you can only change requires_grad flags of leaf variables."));
+}
+
+TEST(Ch03_Autograd, GraphHasPyTorchsNodes) {  // seed document 000, graph.py; PYTORCH_FACTS section 3
+  Tensor x = tensor({{1.0, 0.0}});
+  Tensor W1 = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
+  Tensor w2 = tensor({{0.7}, {-0.6}}).requires_grad_();
+  Tensor z = matmul(relu(matmul(x, W1)), w2);
+  std::vector<std::string> names;
+  for (const auto& n : graph_nodes(z)) names.push_back(n->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"MmBackward0", "ReluBackward0", "MmBackward0", "AccumulateGrad", "AccumulateGrad"}));
+  EXPECT_EQ(z.grad_fn()->next_functions().size(), 2u);
+  EXPECT_EQ(matmul(relu(matmul(x, W1)), w2).grad_fn()->next_functions()[0].fn->name(), "ReluBackward0");
+  // A layer applied three times with one shared weight: 3 x 2 nodes plus one accumulator.
+  Tensor W = eye(2).requires_grad_();
+  Tensor h = x;
+  for (int i = 0; i < 3; ++i) h = relu(matmul(h, W));
+  EXPECT_EQ(graph_nodes(h).size(), 7u);
+  // Names of the other nodes, as PyTorch 1.13 names them.
+  Tensor a = ones({2, 3}).requires_grad_();
+  EXPECT_EQ((a + 1).grad_fn()->name(), "AddBackward0");
+  EXPECT_EQ((a - 1).grad_fn()->name(), "SubBackward0");
+  EXPECT_EQ((a / 2).grad_fn()->name(), "DivBackward0");
+  EXPECT_EQ((-a).grad_fn()->name(), "NegBackward0");
+  EXPECT_EQ(a.pow(2).grad_fn()->name(), "PowBackward0");
+  EXPECT_EQ(a.sum().grad_fn()->name(), "SumBackward0");
+  EXPECT_EQ(a.sum({0}).grad_fn()->name(), "SumBackward1");
+  EXPECT_EQ(a.mean().grad_fn()->name(), "MeanBackward0");
+  EXPECT_EQ(a.mean({1}).grad_fn()->name(), "MeanBackward1");
+  EXPECT_EQ(a.max().grad_fn()->name(), "MaxBackward1");
+  EXPECT_EQ(max(a, 1).values.grad_fn()->name(), "MaxBackward0");
+  EXPECT_EQ(a.T().grad_fn()->name(), "PermuteBackward0");
+  EXPECT_EQ(a.transpose(0, 1).grad_fn()->name(), "TransposeBackward0");
+  EXPECT_EQ(a.view({6}).grad_fn()->name(), "ViewBackward0");
+  EXPECT_EQ(a.reshape({6}).grad_fn()->name(), "ReshapeAliasBackward0");
+  EXPECT_EQ(a.T().reshape({6}).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(a.T().contiguous().grad_fn()->name(), "CloneBackward0");
+  EXPECT_EQ(a[0].grad_fn()->name(), "SelectBackward0");
+  EXPECT_EQ(a.index({Slice{}, 1}).grad_fn()->name(), "SelectBackward0");
+  EXPECT_EQ(a.index({Slice{}, Slice{1}}).grad_fn()->name(), "SliceBackward0");
+  EXPECT_EQ(a.unsqueeze(0).grad_fn()->name(), "UnsqueezeBackward0");
+  EXPECT_EQ(a.unsqueeze(0).squeeze(0).grad_fn()->name(), "SqueezeBackward1");
+  EXPECT_EQ(a.unsqueeze(0).squeeze().grad_fn()->name(), "SqueezeBackward0");
+  EXPECT_EQ(a.unsqueeze(0).expand({2, 2, 3}).grad_fn()->name(), "ExpandBackward0");
+  EXPECT_EQ(a.to(kFloat64).grad_fn()->name(), "ToCopyBackward0");
+  EXPECT_EQ(a.triu().grad_fn()->name(), "TriuBackward0");
+  EXPECT_EQ(where(a > 0.0, a, a).grad_fn()->name(), "WhereBackward0");
+  EXPECT_EQ(matmul(ones({3}).requires_grad_(), ones({3})).grad_fn()->name(), "DotBackward0");
+  EXPECT_EQ(matmul(a, ones({3})).grad_fn()->name(), "MvBackward0");
+  EXPECT_EQ(matmul(ones({4, 2, 3}).requires_grad_(), ones({3, 5})).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(mse_loss(a, ones({2, 3})).grad_fn()->name(), "MseLossBackward0");
+  EXPECT_EQ(binary_cross_entropy_with_logits(a, ones({2, 3})).grad_fn()->name(), "BinaryCrossEntropyWithLogitsBackward0");
+  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->name(), "NllLossBackward0");
+  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->next_functions()[0].fn->name(), "LogSoftmaxBackward0");
+  EXPECT_EQ((a * 2).str(), "tensor([[2., 2., 2.],\n        [2., 2., 2.]], grad_fn=<MulBackward0>)");
+  EXPECT_EQ(ones({2}).requires_grad_().str(), "tensor([1., 1.], requires_grad=True)");
+}
+
+TEST(Ch03_Autograd, NodesCountTheirFlops) {  // seed document 003, gradients_flops
+  const int64_t B = 16, D = 8, K = 4;
+  Tensor x = ones({B, D});
+  Tensor w1 = randn({D, D}).requires_grad_();
+  Tensor w2 = randn({D, K}).requires_grad_();
+  Tensor h1 = matmul(x, w1);
+  Tensor h2 = matmul(h1, w2);
+  EXPECT_EQ(h1.grad_fn()->forward_flops(), 2.0 * B * D * D);
+  EXPECT_EQ(h2.grad_fn()->forward_flops(), 2.0 * B * D * K);
+  // dL/dw2 and dL/dh1 for the second layer; only dL/dw1 for the first, since x needs no gradient.
+  EXPECT_EQ(h2.grad_fn()->backward_flops(), 4.0 * B * D * K);
+  EXPECT_EQ(h1.grad_fn()->backward_flops(), 2.0 * B * D * D);
+  x.requires_grad_();  // as for a hidden layer, whose input is itself computed: 2 x forward
+  EXPECT_EQ(matmul(x, w1).grad_fn()->backward_flops(), 4.0 * B * D * D);
+}
