@@ -8,6 +8,7 @@
 #   make docs                     the Doxygen site in build/docs/html (chapters and API)
 #   make grade                    tests by chapter: a scoreboard and build/grade/junit-*.xml
 #   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
+#                                 (CH=03: only chapter 03's, the earlier ones stay solved)
 #   make deps                     install what the build needs (run for you when configuring)
 
 BUILD ?= build
@@ -74,7 +75,7 @@ grade: build
 
 starter:
 	@test -n "$(DIR)" || (echo "usage: make starter DIR=path/to/new/folder" && exit 2)
-	python3 scripts/make_starter.py . $(DIR)
+	python3 scripts/make_starter.py . $(DIR) $(CH)
 
 clean:
 	rm -rf $(BUILD) $(CHAPTERS)

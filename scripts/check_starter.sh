@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Generates a starter copy, builds it, and checks that its failing tests are exactly the
-# exercises' "not implemented" failures (scripts/grade.py --starter). Run by .ci/run.
+# For each chapter with exercises, generates a starter copy without that chapter's solutions,
+# builds it, and checks that its failing tests are exactly that chapter's "not implemented"
+# failures, each exercise failing at least one test (scripts/grade.py --starter). Run by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 scripts/make_starter.py . "$tmp/starter"
 generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
-cmake -S "$tmp/starter" -B "$tmp/starter/build" $generator -DCMAKE_BUILD_TYPE=Release \
-  -DTINY_BENCH=OFF -DTINY_CUDA=OFF > "$tmp/configure.log"
-cmake --build "$tmp/starter/build" -j "$(nproc)" > "$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log"; exit 1; }
-chapters=$(cd chapters && ls -d ch[0-9][0-9]_*)
-python3 scripts/grade.py --starter "$tmp/starter/build" $chapters
+all_chapters=$(cd chapters && ls -d ch[0-9][0-9]_*)
+with_exercises=$(grep -rhoE "BEGIN SOLUTION ch[0-9]{2}" common chapters | awk '{print $3}' | sort -u)
+for ch in $with_exercises; do
+  echo "== starter for $ch"
+  rm -rf "$tmp/starter"
+  python3 scripts/make_starter.py . "$tmp/starter" "$ch" | tail -n +2
+  cmake -S "$tmp/starter" -B "$tmp/starter/build" $generator -DCMAKE_BUILD_TYPE=Release \
+    -DTINY_BENCH=OFF -DTINY_CUDA=OFF > "$tmp/configure.log"
+  cmake --build "$tmp/starter/build" -j "$(nproc)" > "$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log"; exit 1; }
+  python3 scripts/grade.py --starter "$tmp/starter/build" $all_chapters
+done

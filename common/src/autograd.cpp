@@ -236,14 +236,14 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
   if (lead < 0) throw RuntimeError("sum_to: gradient of shape " + shape_str(g.shape()) +
                                    " cannot be summed to " + shape_str(shape));
-  // BEGIN SOLUTION unbroadcast
+  // BEGIN SOLUTION ch03 unbroadcast
   // Sum the leading dimensions broadcasting added, and those it stretched from size 1.
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < g.dim(); ++d)
     if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
   Tensor r = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
   return r.reshape(shape);
-  // END SOLUTION unbroadcast
+  // END SOLUTION ch03 unbroadcast
 }
 
 Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, DType dtype,

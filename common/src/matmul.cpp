@@ -279,10 +279,10 @@ Tensor recorded_product(const char* name, const Tensor& a, const Tensor& b, doub
                      if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
                      if (gb) grad_b = matmul_values(sa.unpack().transpose(-2, -1), g);
                    } else {  // mm, bmm
-                     // BEGIN SOLUTION matmul_backward
+                     // BEGIN SOLUTION ch03 matmul_backward
                      if (ga) grad_a = matmul_values(g, sb.unpack().transpose(-2, -1));
                      if (gb) grad_b = matmul_values(sa.unpack().transpose(-2, -1), g);
-                     // END SOLUTION matmul_backward
+                     // END SOLUTION ch03 matmul_backward
                    }
                    return std::vector<Tensor>{grad_a, grad_b};
                  },

@@ -74,7 +74,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   Shape out(n);
   // Dimensions align at the right; like PyTorch, check from the last one, so the error names
   // the last mismatching dimension (counted from the left of the result).
-  // BEGIN SOLUTION broadcast_shape
+  // BEGIN SOLUTION ch02 broadcast_shape
   for (size_t i = n; i-- > 0;) {
     const int64_t offset = static_cast<int64_t>(n - 1 - i);
     const int64_t da = static_cast<int64_t>(a.size()) - 1 - offset;
@@ -87,7 +87,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
                          ") at non-singleton dimension " + std::to_string(i));
     out[i] = sa == 1 ? sb : sa;
   }
-  // END SOLUTION broadcast_shape
+  // END SOLUTION ch02 broadcast_shape
   return out;
 }
 
@@ -127,7 +127,7 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
   }
   // The common case, row-major memory, can take any shape with row-major strides.
   if (old_strides == contiguous_strides(old_shape)) return contiguous_strides(new_shape);
-  // BEGIN SOLUTION view_rule
+  // BEGIN SOLUTION ch02 view_rule
   int64_t view_d = static_cast<int64_t>(new_shape.size()) - 1;
   int64_t chunk_base_stride = old_strides.back();
   int64_t tensor_numel = 1;
@@ -153,7 +153,7 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
   }
   if (view_d != -1) return std::nullopt;
   return out;
-  // END SOLUTION view_rule
+  // END SOLUTION ch02 view_rule
 }
 
 namespace detail {
@@ -229,7 +229,7 @@ void* Tensor::data_ptr() const {
 }
 
 bool Tensor::is_contiguous() const {
-  // BEGIN SOLUTION is_contiguous
+  // BEGIN SOLUTION ch02 is_contiguous
   if (numel() == 0) return true;
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
@@ -238,7 +238,7 @@ bool Tensor::is_contiguous() const {
     expected *= shape_[d];
   }
   return true;
-  // END SOLUTION is_contiguous
+  // END SOLUTION ch02 is_contiguous
 }
 
 // ---- Tensor: views ----------------------------------------------------------------------------
@@ -557,11 +557,11 @@ int64_t Tensor::offset_of(const std::vector<int64_t>& index) const {
                        std::to_string(d) + " with size " + std::to_string(n));
     if (idx[d] < 0) idx[d] += n;
   }
-  // BEGIN SOLUTION index_to_offset
+  // BEGIN SOLUTION ch02 index_to_offset
   int64_t position = offset_;
   for (int64_t d = 0; d < dim(); ++d) position += idx[d] * strides_[d];
   return position;
-  // END SOLUTION index_to_offset
+  // END SOLUTION ch02 index_to_offset
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {

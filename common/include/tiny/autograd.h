@@ -46,6 +46,7 @@ class Node {
   virtual void release_saved() {}
 
  protected:
+  /// A node with its name, its edges, and the FLOPs of its forward and backward computations.
   Node(std::string name, std::vector<Edge> next, double forward_flops, double backward_flops);
 
  private:

@@ -14,16 +14,16 @@ namespace tiny {
 
 /// FLOPs to train a model of `parameters` on `tokens`: 6 per parameter per token.
 inline double training_flops(double parameters, double tokens) {
-  // BEGIN SOLUTION training_flops
+  // BEGIN SOLUTION ch01 training_flops
   return 6.0 * parameters * tokens;
-  // END SOLUTION training_flops
+  // END SOLUTION ch01 training_flops
 }
 
 /// FLOPs of (B, D) @ (D, K): each of the B*K outputs takes D multiplies and D adds.
 inline double matmul_flops(double B, double D, double K) {
-  // BEGIN SOLUTION matmul_flops
+  // BEGIN SOLUTION ch01 matmul_flops
   return 2.0 * B * D * K;
-  // END SOLUTION matmul_flops
+  // END SOLUTION ch01 matmul_flops
 }
 
 /// Seconds to do `flops` at `flop_per_sec`.

@@ -172,9 +172,9 @@ class Tensor {
   size_t element_size() const { return tiny::element_size(dtype_); }
   /// numel() * element_size(): the bytes this tensor's elements take.
   size_t nbytes() const {
-    // BEGIN SOLUTION tensor_bytes
+    // BEGIN SOLUTION ch01 tensor_bytes
     return static_cast<size_t>(numel()) * element_size();
-    // END SOLUTION tensor_bytes
+    // END SOLUTION ch01 tensor_bytes
   }
   /// Offset of the first element in the storage, in elements.
   int64_t storage_offset() const { return offset_; }
