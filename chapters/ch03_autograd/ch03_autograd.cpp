@@ -135,8 +135,9 @@ static void xor_step() {
                 largest_gap(ours[i]->grad, theirs[i].grad()));
 }
 
-// Part 2: 200 random networks with a weight used twice and a bias broadcast from (1, 5), then a
-// third opinion from finite differences.
+// Part 2: the same comparison on 200 random networks, in which one weight matrix serves two
+// layers and the bias is stretched from shape (1, 5) to 8 rows; then a third opinion, from
+// finite differences.
 static void random_networks() {
   std::printf("\n== 200 random networks, and finite differences ==\n");
   Generator gen(0);
