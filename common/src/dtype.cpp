@@ -69,6 +69,20 @@ DType promote_types(DType a, DType b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
+FloatFormat float_format(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return kFormatFloat32;
+    case DType::Float64: return FloatFormat{"float64", 11, 52, Specials::IEEE};
+    case DType::Float16: return kFormatFloat16;
+    case DType::BFloat16: return kFormatBFloat16;
+    default: break;
+  }
+  throw TypeError(std::string("torch.finfo() requires a floating point input type. Use "
+                              "torch.iinfo to handle '") + dtype_name(dtype) + "'");
+}
+
+FInfo finfo(DType dtype) { return float_format(dtype).info(); }
+
 std::ostream& operator<<(std::ostream& os, DType dtype) {
   return os << "torch." << dtype_name(dtype);
 }

@@ -39,6 +39,10 @@ bool is_floating(DType dtype);
 bool is_integral(DType dtype);
 /// The smallest type both can be converted to without losing range (torch.promote_types).
 DType promote_types(DType a, DType b);
+/// The bit layout of a floating dtype; TypeError for the others.
+FloatFormat float_format(DType dtype);
+/// torch.finfo(dtype): the limits of a floating dtype, derived from its bit layout.
+FInfo finfo(DType dtype);
 
 /// Prints "torch.float32" and so on, as Python prints a dtype.
 std::ostream& operator<<(std::ostream& os, DType dtype);

@@ -1,9 +1,13 @@
 /// @file float_formats.h
-/// @brief The 16-bit float formats as storage types, with exact round-to-nearest-even conversions.
+/// @brief Floating-point formats bit by bit: float16 and bfloat16 as storage types, and every
+/// format (down to fp8 and fp4) described by its layout, with exact conversions and limits.
 ///
 /// float16 (1 sign, 5 exponent, 10 mantissa bits) and bfloat16 (1 sign, 8 exponent, 7 mantissa
 /// bits) are stored as 16-bit patterns. Arithmetic on them converts to float32, computes, and
 /// rounds the result back once, as PyTorch does on the CPU.
+///
+/// The 8-bit and 4-bit formats are storage formats: FloatFormat encodes a float32 into their
+/// bits (round to nearest, ties to even, subnormals included) and decodes bits back exactly.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -102,5 +106,64 @@ struct BFloat16 {
     return h;
   }
 };
+
+// ---- every format, from its layout ---------------------------------------------------------------
+
+/// What happens to a finite value beyond a format's largest finite number.
+enum class Overflow {
+  /// Clamp to +-largest finite (the CUDA toolkit's __NV_SATFINITE; the only choice for FP4).
+  Saturate,
+  /// Become +-infinity where the format has it, else NaN (PyTorch's float8 casts, __NV_NOSAT).
+  NonFinite,
+};
+
+/// How a format spends its all-ones exponent.
+enum class Specials {
+  IEEE,           ///< all-ones exponent: infinity (mantissa 0) or NaN (float32/16, bf16, E5M2)
+  AllOnesIsNaN,   ///< only the all-ones pattern is NaN, no infinity ("fn": float8_e4m3fn)
+  None,           ///< every pattern is a finite number (FP4 E2M1)
+};
+
+/// The limits of a format, as torch.finfo reports them, all derived from the bit layout.
+struct FInfo {
+  int bits;                   ///< total bits
+  double max;                 ///< largest finite value (min is -max)
+  double smallest_normal;     ///< 2^(1 - bias), torch's "tiny"
+  double smallest_subnormal;  ///< smallest_normal * eps: the last bit below the normals
+  double eps;                 ///< step from 1.0 to the next value: 2^-mantissa_bits
+  double resolution;          ///< 10^-(decimal digits of precision), numpy's and torch's
+  bool has_inf;               ///< infinities exist
+  bool has_nan;               ///< a NaN pattern exists
+};
+
+/// A binary floating-point format: one sign bit, `exponent_bits`, `mantissa_bits`, an exponent
+/// bias of 2^(exponent_bits - 1) - 1, and a rule for its special values. encode() and decode()
+/// handle formats of up to 32 bits; info() any.
+struct FloatFormat {
+  const char* name;   ///< "float8_e4m3fn", ...
+  int exponent_bits;  ///< width of the exponent field
+  int mantissa_bits;  ///< width of the mantissa (fraction) field
+  Specials specials;  ///< what the all-ones exponent means
+
+  /// The exponent bias.
+  int bias() const { return (1 << (exponent_bits - 1)) - 1; }
+  /// Bits per value, sign included.
+  int bits() const { return 1 + exponent_bits + mantissa_bits; }
+  /// The value of a bit pattern (exact).
+  double decode(uint32_t pattern) const;
+  /// The pattern nearest to `x` (ties to even), with `overflow` deciding out-of-range values.
+  uint32_t encode(float x, Overflow overflow = Overflow::NonFinite) const;
+  /// decode(encode(x)): `x` as this format would store it.
+  double round(float x, Overflow overflow = Overflow::NonFinite) const { return decode(encode(x, overflow)); }
+  /// The format's limits.
+  FInfo info() const;
+};
+
+inline constexpr FloatFormat kFormatFloat32{"float32", 8, 23, Specials::IEEE};        ///< IEEE single
+inline constexpr FloatFormat kFormatFloat16{"float16", 5, 10, Specials::IEEE};        ///< IEEE half
+inline constexpr FloatFormat kFormatBFloat16{"bfloat16", 8, 7, Specials::IEEE};       ///< brain float
+inline constexpr FloatFormat kFormatE4M3{"float8_e4m3fn", 4, 3, Specials::AllOnesIsNaN};  ///< fp8, more precision
+inline constexpr FloatFormat kFormatE5M2{"float8_e5m2", 5, 2, Specials::IEEE};        ///< fp8, more range
+inline constexpr FloatFormat kFormatE2M1{"float4_e2m1", 2, 1, Specials::None};        ///< fp4 (NVFP4's values)
 
 }  // namespace tiny

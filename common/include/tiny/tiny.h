@@ -13,6 +13,7 @@
 #include "tiny/format.h"
 #include "tiny/functional.h"
 #include "tiny/ops.h"
+#include "tiny/quantize.h"
 #include "tiny/random.h"
 #include "tiny/tensor.h"
 #include "tiny/timing.h"
