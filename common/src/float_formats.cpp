@@ -23,6 +23,7 @@ double FloatFormat::decode(uint32_t pattern) const {
   const uint32_t mant_mask = (1u << mantissa_bits) - 1, exp_mask = (1u << exponent_bits) - 1;
   const bool negative = pattern & sign_bit(*this);
   const uint32_t e = (pattern >> mantissa_bits) & exp_mask, m = pattern & mant_mask;
+  // BEGIN SOLUTION ch05 float_decode
   double v;
   if (specials == Specials::IEEE && e == exp_mask) {
     v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
@@ -34,6 +35,7 @@ double FloatFormat::decode(uint32_t pattern) const {
     v = std::ldexp(static_cast<double>(m | (1u << mantissa_bits)), static_cast<int>(e) - bias() - mantissa_bits);
   }
   return negative ? -v : v;
+  // END SOLUTION ch05 float_decode
 }
 
 uint32_t FloatFormat::encode(float x, Overflow overflow) const {
@@ -51,6 +53,7 @@ uint32_t FloatFormat::encode(float x, Overflow overflow) const {
     return specials == Specials::IEEE ? sign | inf_pattern : sign | nan_pattern;
   };
   if (std::isinf(a)) return beyond();
+  // BEGIN SOLUTION ch05 float_encode
   // Round to a multiple of the spacing at x's binade (at least the subnormal spacing), with the
   // FPU's default mode, round to nearest, ties to even: one exact rounding.
   int e;
@@ -69,6 +72,7 @@ uint32_t FloatFormat::encode(float x, Overflow overflow) const {
   const uint32_t scaled = static_cast<uint32_t>(std::ldexp(rounded, mantissa_bits - rexp));
   const uint32_t field = scaled >= (1u << mantissa_bits) ? static_cast<uint32_t>(rexp + bias()) : 0;
   return sign | (field << mantissa_bits) | (scaled & ((1u << mantissa_bits) - 1));
+  // END SOLUTION ch05 float_encode
 }
 
 FInfo FloatFormat::info() const {

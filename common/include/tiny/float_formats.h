@@ -31,35 +31,37 @@ TINY_HD inline float float_from_bits(uint32_t u) {
 }
 
 /// float32 -> float16 bits, round to nearest, ties to even; overflow gives +-inf, NaN stays NaN.
+/// Every path is computed and the right one selected, without branches, so that a loop of
+/// conversions vectorises.
 TINY_HD inline uint16_t float_to_half_bits(float f) {
   uint32_t x = bits_of(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (x >= 0x47800000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65536: always inf
-  if (x < 0x38800000u) {
-    // Below float16's smallest normal (2^-14) the result is subnormal: adding 0.5 lines the
-    // float16 subnormal grid up with float32's last mantissa bits, and the FPU's own rounding
-    // (nearest, ties to even) does the work. Subtracting 0.5's bits leaves the half pattern.
-    const float shifted = float_from_bits(x) + 0.5f;
-    return static_cast<uint16_t>(sign | (bits_of(shifted) - 0x3f000000u));
-  }
-  // Normal: rebias the exponent (127 -> 15), add just under half an ulp plus the lowest kept bit
-  // (ties to even), and drop 13 mantissa bits. A carry rounds 65520 and above up to inf.
-  const uint32_t lowest_kept = (x >> 13) & 1u;
-  x += 0xc8000fffu + lowest_kept;
-  return static_cast<uint16_t>(sign | (x >> 13));
+  // Normal results: rebias the exponent (127 -> 15), add just under half an ulp plus the lowest
+  // kept bit (ties to even), and drop 13 mantissa bits. A carry rounds 65520 and above to inf.
+  const uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  // Below float16's smallest normal (2^-14) the result is subnormal: adding 0.5 lines the
+  // float16 subnormal grid up with float32's last mantissa bits, and the FPU's own rounding
+  // (nearest, ties to even) does the work. Subtracting 0.5's bits leaves the half pattern.
+  const uint32_t subnormal = bits_of(float_from_bits(x) + 0.5f) - 0x3f000000u;
+  // From 65536 up, and for inf: inf; NaN stays a (quiet) NaN.
+  const uint32_t special = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  uint32_t r = x < 0x38800000u ? subnormal : normal;
+  r = x >= 0x47800000u ? special : r;
+  return static_cast<uint16_t>(sign | r);
 }
 
-/// float16 bits -> float32 (exact: every float16 is a float32).
+/// float16 bits -> float32 (exact: every float16 is a float32), without branches.
 TINY_HD inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;
-  if (em >= 0x7c00u) return float_from_bits(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
-  if (em >= 0x0400u) return float_from_bits(sign | ((em << 13) + (112u << 23)));
+  const uint32_t normal = (em << 13) + (112u << 23);                      // rebias 15 -> 127
+  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);           // inf and NaN
   // Subnormal: the mantissa counts units of 2^-24, which float32 holds exactly.
-  const float magnitude = static_cast<float>(em) * 5.9604644775390625e-08f;
-  return sign ? -magnitude : magnitude;
+  const uint32_t subnormal = bits_of(static_cast<float>(em) * 5.9604644775390625e-08f);
+  uint32_t r = em >= 0x0400u ? normal : subnormal;
+  r = em >= 0x7c00u ? special : r;
+  return float_from_bits(sign | r);
 }
 
 /// float32 -> bfloat16 bits, round to nearest, ties to even (PyTorch rounds; it does not truncate).
