@@ -9,7 +9,9 @@ trap 'rm -rf "$tmp"' EXIT
 generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
 all_chapters=$(cd chapters && ls -d ch[0-9][0-9]_*)
-with_exercises=$(grep -rhoE "BEGIN SOLUTION ch[0-9]{2}" common chapters | awk '{print $3}' | sort -u)
+# The chapters to check: those named on the command line (scripts/check_starter.sh ch05), or all
+# that have exercises.
+with_exercises=${*:-$(grep -rhoE "BEGIN SOLUTION ch[0-9]{2}" common chapters | awk '{print $3}' | sort -u)}
 for ch in $with_exercises; do
   echo "== starter for $ch"
   rm -rf "$tmp/starter"

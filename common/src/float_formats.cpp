@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tiny/error.h"  // the exercises' NotImplementedError in a starter copy
+
 namespace tiny {
 
 namespace {

@@ -172,6 +172,28 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape) {
   return out;
 }
 
+namespace {
+// The conversions between float32 and the 16-bit floats are the hot loops of mixed precision.
+// Each is compiled twice, for AVX2 and for any x86-64, and the loader picks one at run time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TINY_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TINY_CLONES
+#endif
+TINY_CLONES void convert_row(Half* __restrict d, const float* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = Half(s[i]);
+}
+TINY_CLONES void convert_row(float* __restrict d, const Half* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
+}
+TINY_CLONES void convert_row(BFloat16* __restrict d, const float* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = BFloat16(s[i]);
+}
+TINY_CLONES void convert_row(float* __restrict d, const BFloat16* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
+}
+}  // namespace
+
 void copy_elements(const Tensor& dst, const Tensor& src) {
   dispatch_dtype(dst.dtype(), [&]<typename D>() {
     dispatch_dtype(src.dtype(), [&]<typename S>() {
@@ -182,7 +204,8 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
                         D* dp = d + off[0];
                         const S* sp = s + off[1];
                         if (step[0] == 1 && step[1] == 1) {
-                          for (int64_t i = 0; i < n; ++i) dp[i] = convert<D>(sp[i]);
+                          if constexpr (requires { convert_row(dp, sp, n); }) convert_row(dp, sp, n);
+                          else for (int64_t i = 0; i < n; ++i) dp[i] = convert<D>(sp[i]);
                         } else {
                           for (int64_t i = 0; i < n; ++i)
                             dp[i * step[0]] = convert<D>(sp[i * step[1]]);
