@@ -129,8 +129,8 @@ std::string not_implemented(const char* op, DType d) {
   return std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(d) + "'";
 }
 
-// Which dtypes an op accepts, and what its result is.
-enum class Kinds { All, NoBool, Floating };
+// Which dtypes a binary op accepts.
+enum class Kinds { All, NoBool };
 
 // Runs a binary op whose result has the promoted dtype (or bool, for comparisons).
 template <typename F>
