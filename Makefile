@@ -9,6 +9,8 @@
 #   make grade                    tests by chapter: a scoreboard and build/grade/junit-*.xml
 #   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
 #                                 (CH=03: only chapter 03's, the earlier ones stay solved)
+#   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
+#   make third_party              copy GoogleTest's source into third_party/ for such a machine
 #   make deps                     install what the build needs (run for you when configuring)
 
 BUILD ?= build
@@ -21,7 +23,7 @@ CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
 PLOT_PYTHON ?= /usr/bin/python3
 CSV_DIR ?= $(BUILD)/csv
 
-.PHONY: all deps configure build test bench golden plots docs grade starter clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+.PHONY: all deps configure build test bench golden plots docs grade starter gpu-check third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
 
 all: build
 
@@ -77,5 +79,12 @@ starter:
 	@test -n "$(DIR)" || (echo "usage: make starter DIR=path/to/new/folder" && exit 2)
 	python3 scripts/make_starter.py . $(DIR) $(CH)
 
+gpu-check:
+	scripts/gpu_check.sh
+
+third_party:
+	@mkdir -p third_party && rm -rf third_party/googletest && cp -r /usr/src/googletest third_party/googletest
+	@echo "third_party/googletest ready (git ignores it; carry it to a machine without GoogleTest)"
+
 clean:
-	rm -rf $(BUILD) $(CHAPTERS)
+	rm -rf $(BUILD) build-gpu* $(CHAPTERS)
