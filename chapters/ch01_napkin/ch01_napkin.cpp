@@ -127,16 +127,11 @@ static void write_figure_data(const std::string& dir) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    const auto csv_dir = csv_dir_from_args(argc, argv);
+  return run_chapter(argc, argv, [](const std::optional<std::string>& csv_dir) {
     training_time();
     largest_model();
     tensor_bytes();
     matmul_flops_measured();
     if (csv_dir) write_figure_data(*csv_dir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

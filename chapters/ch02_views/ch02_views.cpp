@@ -192,17 +192,12 @@ static void write_figure_data(const std::string& dir) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    const auto csv_dir = csv_dir_from_args(argc, argv);
+  return run_chapter(argc, argv, [](const std::optional<std::string>& csv_dir) {
     twelve_numbers();
     shared_storage();
     index_to_offset();
     a_few_ops();
     named_dimensions();
     if (csv_dir) write_figure_data(*csv_dir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

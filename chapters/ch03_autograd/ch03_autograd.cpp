@@ -263,16 +263,11 @@ static void backward_flops(const std::optional<std::string>& csv_dir) {
 }
 
 int main(int argc, char** argv) {
-  try {
-    const auto csv_dir = csv_dir_from_args(argc, argv);
+  return run_chapter(argc, argv, [](const std::optional<std::string>& csv_dir) {
     xor_step();
     random_networks();
     recorded_graph();
     gradients_accumulate();
     backward_flops(csv_dir);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

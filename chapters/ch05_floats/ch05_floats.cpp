@@ -134,15 +134,10 @@ static void nvfp4() {
 }
 
 int main(int argc, char** argv) {
-  try {
-    const auto csv_dir = csv_dir_from_args(argc, argv);
+  return run_chapter(argc, argv, [](const std::optional<std::string>& csv_dir) {
     three_formats(csv_dir);
     small_formats(csv_dir);
     nvfp4();
     if (csv_dir) std::printf("\nwrote %s/ch05_running_sum.csv and ch05_layouts.csv\n", csv_dir->c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+  });
 }

@@ -1,6 +1,7 @@
 // csv.cpp: where chapters write their figures' data.
 #include "tiny/csv.h"
 
+#include <cstdio>
 #include <filesystem>
 
 namespace tiny {
@@ -14,6 +15,18 @@ std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
     else throw ValueError("unknown argument '" + arg + "' (the only option is --csv DIR)");
   }
   return dir;
+}
+
+int run_chapter(int argc, char** argv,
+                const std::function<void(const std::optional<std::string>& csv_dir)>& body) {
+  try {
+    body(csv_dir_from_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fflush(stdout);  // what the chapter printed so far comes first
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
 
 CsvFile::CsvFile(const std::string& dir, const std::string& name,

@@ -1,7 +1,9 @@
 /// @file csv.h
-/// @brief The data behind a chapter's figures: `--csv DIR` on the command line, one CSV per figure.
+/// @brief What every chapter program shares: its command line (`--csv DIR` writes the data
+/// behind its figures, one CSV per figure) and how it reports a failure.
 #pragma once
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -15,6 +17,10 @@ namespace tiny {
 
 /// The directory given as `--csv DIR` (or `--csv=DIR`), if any; other arguments are an error.
 std::optional<std::string> csv_dir_from_args(int argc, char** argv);
+
+/// A chapter's main(): reads the command line, runs `body` with the CSV directory (if any),
+/// and turns an exception into "error: <message>" on stderr and exit status 1.
+int run_chapter(int argc, char** argv, const std::function<void(const std::optional<std::string>& csv_dir)>& body);
 
 /// A CSV file with a header row; each row() call writes one line. Floating-point numbers are
 /// written as Python's repr writes them: the shortest digits that read back exactly.
