@@ -244,3 +244,27 @@ TEST(Ch05_Floats, Nvfp4BlockScalesFollowEachBlock) {
   EXPECT_GT(sum(single == 0.0).item(), 100);  // most of the small blocks vanish
   EXPECT_LT(sum(back == 0.0).item(), sum(single == 0.0).item());
 }
+
+// Tensor conversions take vectorised paths (F16C instructions where the processor has them,
+// AVX2 or portable loops otherwise); they must agree bit for bit with the scalar routines above.
+TEST(Ch05_Floats, TensorConversionsAgreeWithTheScalarRoutines) {
+  TINY_SEEDED(rng);
+  std::vector<float> values;
+  for (float v : probe_values(rng, kFormatFloat16, 300000))
+    if (!std::isnan(v)) values.push_back(v);  // NaN payloads may differ; NaN-ness is checked below
+  const Tensor x = from_vector(values, {static_cast<int64_t>(values.size())});
+  const Tensor h = x.to(kFloat16), b = x.to(kBFloat16);
+  const Half* ph = h.data<Half>();
+  const BFloat16* pb = b.data<BFloat16>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(ph[i].bits, float_to_half_bits(values[i])) << repr(values[i]);
+    ASSERT_EQ(pb[i].bits, float_to_bfloat16_bits(values[i])) << repr(values[i]);
+  }
+  const Tensor hb = h.to(kFloat32), bb = b.to(kFloat32);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(hb.data<float>()[i], half_bits_to_float(ph[i].bits));
+    ASSERT_EQ(bb.data<float>()[i], bfloat16_bits_to_float(pb[i].bits));
+  }
+  const Tensor nans = full({64}, NAN).to(kFloat16).to(kFloat32);
+  EXPECT_TRUE(std::isnan(nans.tolist()[63]));
+}

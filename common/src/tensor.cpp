@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "autograd_internal.h"
 #include "internal.h"
@@ -180,11 +184,40 @@ namespace {
 #else
 #define TINY_CLONES
 #endif
-TINY_CLONES void convert_row(Half* __restrict d, const float* __restrict s, int64_t n) {
+TINY_CLONES void convert_row_portable(Half* __restrict d, const float* __restrict s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = Half(s[i]);
 }
-TINY_CLONES void convert_row(float* __restrict d, const Half* __restrict s, int64_t n) {
+TINY_CLONES void convert_row_portable(float* __restrict d, const Half* __restrict s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// x86 processors since 2012 convert 8 floats to float16 in one instruction (F16C), with the same
+// rounding (nearest, ties to even) and the same results except for NaN payloads.
+__attribute__((target("avx,f16c"))) void convert_row_f16c(Half* d, const float* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (; i < n; ++i) d[i] = Half(s[i]);
+}
+__attribute__((target("avx,f16c"))) void convert_row_f16c(float* d, const Half* s, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  for (; i < n; ++i) d[i] = float(s[i]);
+}
+const bool kHaveF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
+
+template <typename D, typename S> void convert_row(D* d, const S* s, int64_t n)
+  requires((std::is_same_v<D, Half> && std::is_same_v<S, float>) ||
+           (std::is_same_v<D, float> && std::is_same_v<S, Half>))
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveF16c) return convert_row_f16c(d, s, n);
+#endif
+  convert_row_portable(d, s, n);
 }
 TINY_CLONES void convert_row(BFloat16* __restrict d, const float* __restrict s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = BFloat16(s[i]);
