@@ -39,11 +39,11 @@ TEST(Ch02_Views, ReproducesTheLecturesFacts) {
 // and writes its figure's data with --csv.
 TEST(Ch02_Views, CommandLine) {
   const ProgramOutput bad = run_program(std::string(TINY_CHAPTER_EXE) + " --bogus");
-  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.status, 0) << bad.out;
   EXPECT_NE(bad.out.find("error: unknown argument '--bogus' (the only option is --csv DIR)"), std::string::npos);
   const std::string dir = std::string(TINY_BINARY_DIR) + "/test_csv_ch02";
   const ProgramOutput good = run_program(std::string(TINY_CHAPTER_EXE) + " --csv " + dir);
-  EXPECT_EQ(good.status, 0);
+  ASSERT_EQ(good.status, 0) << good.out;
   const auto rows = split_lines(read_text(dir + "/ch02_views.csv"));
   ASSERT_EQ(rows.size(), 1u + 12 + 12 + 4 + 3);  // header, then the cells x, x.T, x[1], x[:, 1] read
   EXPECT_EQ(rows[0], "view,shape,strides,offset,order,cell");
