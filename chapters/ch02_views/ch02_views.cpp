@@ -54,9 +54,9 @@ static void twelve_numbers() {
   std::printf("t.contiguous(): strides %s, same memory %s\n", strides_of(c).c_str(),
               yes_no(c.data_ptr() == x.data_ptr()));
 
+  //! [view_or_reshape]
   // view() only re-reads memory. Reading t row by row means jumping back and forth in x's
   // memory, which no single stride can describe, so view(12) refuses...
-  //! [view_or_reshape]
   try {
     t.view({12});
   } catch (const RuntimeError& e) {
