@@ -217,3 +217,28 @@ TEST(Ops, ErrorsAreClearAndLeaveOperandsUntouched) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { tensor({2}).pow(-1); }, "Integers to negative integer powers are not allowed."));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { add(a, Tensor()); }, "undefined tensor"));
 }
+
+TEST(Ops, ComparisonsAndWhereOnRandomLayoutsMatchFloat64) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 40; ++trial) {
+    const DType dt = kFloats[trial % 4];
+    const auto [sa, sb] = broadcast_pair(rng, random_shape(rng));
+    // Values on a coarse grid, so that ties (==, <=, >=) actually occur.
+    const Tensor a = random_layout(rng, (random_values(rng, sa) * 2).to(kInt64).to(kFloat64), dt);
+    const Tensor b = random_layout(rng, (random_values(rng, sb) * 2).to(kInt64).to(kFloat64), dt);
+    const std::pair<Tensor, std::function<double(double, double)>> cases[] = {
+        {eq(a, b), [](double x, double y) { return double(x == y); }},
+        {ne(a, b), [](double x, double y) { return double(x != y); }},
+        {lt(a, b), [](double x, double y) { return double(x < y); }},
+        {le(a, b), [](double x, double y) { return double(x <= y); }},
+        {gt(a, b), [](double x, double y) { return double(x > y); }},
+        {ge(a, b), [](double x, double y) { return double(x >= y); }},
+    };
+    for (const auto& [got, ref] : cases) {
+      EXPECT_EQ(got.dtype(), kBool);
+      ASSERT_TRUE(close(got, reference_binary(a, b, ref), 0, 0));
+    }
+    // where(a < b, a, b) is the elementwise minimum.
+    ASSERT_TRUE(close(where(lt(a, b), a, b), reference_binary(a, b, [](double x, double y) { return std::min(x, y); }), 0, 0));
+  }
+}
