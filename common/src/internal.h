@@ -56,13 +56,24 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape);
 /// dimensions that are contiguous in every operand merged, so a contiguous op becomes one long
 /// row. For each row, calls row(n, offsets, steps): n elements, each operand starting at
 /// offsets[k] (elements) and advancing by steps[k].
-template <size_t N, typename Row>
-void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strides, Row&& row) {
-  // Collect the non-trivial dimensions, then merge neighbours that are contiguous in all.
-  std::vector<int64_t> sizes;
-  std::vector<std::array<int64_t, N>> st;
+/// A loop over N operands reduced to its essentials: size-1 dimensions dropped, and neighbours
+/// that are contiguous in every operand merged. `empty` when the shape holds no element.
+template <size_t N> struct CoalescedLoop {
+  std::vector<int64_t> sizes;                ///< the remaining dimensions, outermost first
+  std::vector<std::array<int64_t, N>> steps; ///< per dimension, each operand's stride
+  bool empty = false;
+};
+
+template <size_t N>
+CoalescedLoop<N> coalesce(const Shape& shape, const std::array<const Strides*, N>& strides) {
+  CoalescedLoop<N> loop;
+  auto& sizes = loop.sizes;
+  auto& st = loop.steps;
   for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) return;
+    if (shape[d] == 0) {
+      loop.empty = true;
+      return loop;
+    }
     if (shape[d] == 1) continue;
     std::array<int64_t, N> s{};
     for (size_t k = 0; k < N; ++k) s[k] = (*strides[k])[d];
@@ -78,6 +89,15 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strid
     sizes.push_back(shape[d]);
     st.push_back(s);
   }
+  return loop;
+}
+
+template <size_t N, typename Row>
+void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strides, Row&& row) {
+  const CoalescedLoop<N> loop = coalesce<N>(shape, strides);
+  if (loop.empty) return;
+  const auto& sizes = loop.sizes;
+  const auto& st = loop.steps;
   if (sizes.empty()) {  // a single element
     std::array<int64_t, N> zero{};
     row(int64_t(1), zero, zero);

@@ -129,6 +129,19 @@ std::string not_implemented(const char* op, DType d) {
   return std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(d) + "'";
 }
 
+// A large input read across its rows (a transpose: stride 1 on an outer dimension, not on the
+// last) is first copied into row order by the tiled copy. One cache-friendly pass, then a
+// vectorised op, beats reading it column by column inside the op.
+Tensor in_row_order(const Tensor& t) {
+  if (t.numel() < (int64_t(1) << 15) || t.dim() < 2 || t.stride(-1) == 1 || t.is_contiguous()) return t;
+  bool outer_unit = false;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) == 0) return t;  // a broadcast: nothing to gain
+    outer_unit |= t.stride(d) == 1 && t.size(d) > 1;
+  }
+  return outer_unit ? t.contiguous() : t;
+}
+
 // Which dtypes a binary op accepts.
 enum class Kinds { All, NoBool };
 
@@ -139,7 +152,7 @@ Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, DType compu
   detail::op_device(name, {&a, &b});
   if (kinds == Kinds::NoBool && compute == kBool) throw TypeError(not_implemented(name, compute));
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
-  const Tensor x = a.to(compute), y = b.to(compute);
+  const Tensor x = in_row_order(a.to(compute)), y = in_row_order(b.to(compute));
   Tensor out = empty(shape, to_bool ? kBool : compute);
   dispatch_dtype(compute, [&]<typename T>() {
     if (to_bool) binary_loop<T, bool>(out, x, y, f);
@@ -156,7 +169,7 @@ DType float_result(DType d) { return is_floating(d) ? d : kFloat32; }
 template <bool floating_only, typename F>
 Tensor unary_op(const char* name, const Tensor& a, DType compute, F f) {
   detail::op_device(name, {&a});
-  const Tensor x = a.to(compute);
+  const Tensor x = in_row_order(a.to(compute));
   Tensor out = empty(a.shape(), compute);
   auto run = [&]<typename T>() { unary_loop<T, T>(out, x, f); };
   if constexpr (floating_only) dispatch_floating(compute, name, run);

@@ -232,6 +232,25 @@ void copy_elements(const Tensor& dst, const Tensor& src) {
     dispatch_dtype(src.dtype(), [&]<typename S>() {
       D* d = static_cast<D*>(dst.data_ptr());
       const S* s = static_cast<const S*>(src.data_ptr());
+      // A transpose (rows of dst are columns of src): copy square tiles, reading src along its
+      // own rows, so that both sides touch few cache lines per tile; reading src column by
+      // column instead costs a cache line per element. The tile is small (8 x 8) because the
+      // rows of a power-of-two-wide matrix all fall into the same cache sets, and an 8-way
+      // cache holds only 8 of them: on 4096 x 4096 float32, tiles of 8 take 23 ms, 16 take 53.
+      const auto loop = coalesce<2>(dst.shape(), {&dst.strides(), &src.strides()});
+      if (!loop.empty && loop.sizes.size() == 2 && loop.steps[1][0] == 1 && loop.steps[0][1] == 1 &&
+          loop.steps[1][1] != 1) {
+        const int64_t rows = loop.sizes[0], cols = loop.sizes[1];
+        const int64_t drow = loop.steps[0][0], scol = loop.steps[1][1];
+        constexpr int64_t kTile = 8;
+        for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+          for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+            const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+            for (int64_t j = j0; j < j1; ++j)
+              for (int64_t i = i0; i < i1; ++i) d[i * drow + j] = convert<D>(s[i + j * scol]);
+          }
+        return;
+      }
       for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
                       [&](int64_t n, const auto& off, const auto& step) {
                         D* dp = d + off[0];
