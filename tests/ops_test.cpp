@@ -242,3 +242,18 @@ TEST(Ops, ComparisonsAndWhereOnRandomLayoutsMatchFloat64) {
     ASSERT_TRUE(close(where(lt(a, b), a, b), reference_binary(a, b, [](double x, double y) { return std::min(x, y); }), 0, 0));
   }
 }
+
+// Large transposed inputs take another path (copied into row order by the tiled transpose,
+// then the vectorised op); small tests never reach it, so check it at a size that does.
+TEST(Ops, LargeTransposedInputsMatchFloat64) {
+  TINY_SEEDED(rng);
+  for (DType dt : {kFloat32, kBFloat16, kFloat64}) {
+    const Tensor a = random_values(rng, {300, 170}).to(dt).T();  // (170, 300), strides (1, 170)
+    const Tensor b = random_values(rng, {170, 300}).to(dt);
+    ASSERT_TRUE(close(a + b, reference_binary(a, b, [](double x, double y) { return x + y; }), 0, eps_of(dt) / 2));
+    ASSERT_TRUE(close(exp(a), reference_unary(a, [](double x) { return std::exp(x); }), eps_of(dt), 4 * eps_of(dt)));
+    ASSERT_TRUE(close(a.contiguous(), reference_unary(a, [](double x) { return x; }), 0, 0));
+    const Tensor t3 = random_values(rng, {40, 30, 50}).to(dt).permute({2, 0, 1});  // strides (1, 1500, 50)
+    ASSERT_TRUE(close(t3 * 2.0, reference_unary(t3, [](double x) { return 2 * x; }), 0, 0));
+  }
+}
