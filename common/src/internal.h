@@ -52,10 +52,6 @@ template <typename D, typename S> inline D convert(S s) {
 /// Strides of `t` broadcast to `shape` (0 where it is expanded); `t` must broadcast to it.
 Strides broadcast_strides(const Tensor& t, const Shape& shape);
 
-/// Walks N operands that share one shape, row by row. Size-1 dimensions are dropped and
-/// dimensions that are contiguous in every operand merged, so a contiguous op becomes one long
-/// row. For each row, calls row(n, offsets, steps): n elements, each operand starting at
-/// offsets[k] (elements) and advancing by steps[k].
 /// A loop over N operands reduced to its essentials: size-1 dimensions dropped, and neighbours
 /// that are contiguous in every operand merged. `empty` when the shape holds no element.
 template <size_t N> struct CoalescedLoop {
@@ -92,6 +88,10 @@ CoalescedLoop<N> coalesce(const Shape& shape, const std::array<const Strides*, N
   return loop;
 }
 
+/// Walks N operands that share one shape, row by row. Size-1 dimensions are dropped and
+/// dimensions that are contiguous in every operand merged, so a contiguous op becomes one long
+/// row. For each row, calls row(n, offsets, steps): n elements, each operand starting at
+/// offsets[k] (elements) and advancing by steps[k].
 template <size_t N, typename Row>
 void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strides, Row&& row) {
   const CoalescedLoop<N> loop = coalesce<N>(shape, strides);
