@@ -49,6 +49,14 @@ $(firstword $(subst _, ,$(1))): configure
 endef
 $(foreach c,$(CHAPTERS),$(eval $(call chapter_rule,$(c))))
 
+# `make ch03_autograd` does what `make ch03` does; a chapter that does not exist yet gets a
+# sentence instead of "No rule to make target".
+.PHONY: $(CHAPTERS)
+ch%:
+	@full=$$(ls -d chapters/$@* 2>/dev/null | head -1); \
+	if [ -n "$$full" ]; then $(MAKE) --no-print-directory $$(basename $$full | cut -d_ -f1); \
+	else echo "chapter $@ is not written yet; the chapters so far: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))"; exit 2; fi
+
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
