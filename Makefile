@@ -40,22 +40,21 @@ configure: $(BUILD)/CMakeCache.txt
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# chNN: build chapters/chNN_topic/ and link ./chNN_topic to the executable.
+# chNN (or chNN_topic): build chapters/chNN_topic/ and link ./chNN_topic to the executable.
 define chapter_rule
 $(firstword $(subst _, ,$(1))): configure
 	cmake --build $(BUILD) --target $(1) -j $(JOBS)
 	@ln -sf $(BUILD)/$(1) $(1)
 	@echo "built ./$(1)"
+$(1): $(firstword $(subst _, ,$(1)))
 endef
 $(foreach c,$(CHAPTERS),$(eval $(call chapter_rule,$(c))))
 
-# `make ch03_autograd` does what `make ch03` does; a chapter that does not exist yet gets a
-# sentence instead of "No rule to make target".
+# `make ch03_autograd` does what `make ch03` does (the rule above); a chapter that does not
+# exist yet gets a sentence instead of "No rule to make target".
 .PHONY: $(CHAPTERS)
 ch%:
-	@full=$$(ls -d chapters/$@* 2>/dev/null | head -1); \
-	if [ -n "$$full" ]; then $(MAKE) --no-print-directory $$(basename $$full | cut -d_ -f1); \
-	else echo "chapter $@ is not written yet; the chapters so far: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))"; exit 2; fi
+	@echo "chapter $@ is not written yet; the chapters so far: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))"; exit 2
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
