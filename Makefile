@@ -12,6 +12,7 @@
 #   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
 #   make third_party              copy GoogleTest's source into third_party/ for such a machine
 #   make deps                     install what the build needs (run for you when configuring)
+#   make help                     this list
 
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -23,9 +24,12 @@ CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
 PLOT_PYTHON ?= /usr/bin/python3
 CSV_DIR ?= $(BUILD)/csv
 
-.PHONY: all deps configure build test bench golden plots docs grade starter gpu-check third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+.PHONY: all help deps configure build test bench golden plots docs grade starter gpu-check third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
 
 all: build
+
+help:
+	@sed -n '3,/^$$/s/^# \{0,1\}//p' Makefile
 
 deps:
 	@scripts/deps.sh
