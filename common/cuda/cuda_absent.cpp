@@ -1,7 +1,11 @@
-// cuda_absent.cpp: the CUDA queries in a build without nvcc. Everything answers "no device".
+// cuda_absent.cpp: the CUDA entry points in a build without nvcc. The queries answer "no
+// device"; everything that would need one raises a RuntimeError that says why, so the same
+// library sources link and a CPU-only program runs as usual.
+#include "../src/cuda_backend.h"
 #include "tiny/device.h"
 
 namespace tiny::cuda {
+
 bool compiled() { return false; }
 bool available() { return false; }
 std::string unavailable_reason() {
@@ -9,4 +13,52 @@ std::string unavailable_reason() {
 }
 int device_count() { return 0; }
 std::string device_name(int) { return ""; }
+DeviceProperties get_device_properties(int i) {
+  require_device(i);
+  return {};
+}
+void synchronize(int i) { require_device(i); }
+
+struct Event::Impl {};
+Event::Event() { require_device(0); }
+Event::~Event() = default;
+void Event::record() { require_device(0); }
+void Event::synchronize() const { require_device(0); }
+bool Event::query() const { return true; }
+double Event::elapsed_time(const Event&) const {
+  require_device(0);
+  return 0;
+}
+
 }  // namespace tiny::cuda
+
+namespace tiny::detail::cuda {
+
+void* device_malloc(size_t, int device) {
+  tiny::cuda::require_device(device);
+  return nullptr;
+}
+void device_free(void*, int) {}
+void* pinned_malloc(size_t) {
+  tiny::cuda::require_device(0);
+  return nullptr;
+}
+void pinned_free(void*) {}
+void pinned_wait_idle(void*) {}
+void copy_bytes(void*, Device, const void*, Device, size_t, bool, bool) { tiny::cuda::require_device(0); }
+void zero_bytes(void*, size_t, int device) { tiny::cuda::require_device(device); }
+template <typename Op> void unary(const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+template <typename Op> void binary(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+#define TINY_INSTANTIATE(NAME) template void unary<ops::NAME>(const Tensor&, const Tensor&);
+TINY_UNARY_OPS(TINY_INSTANTIATE)
+#undef TINY_INSTANTIATE
+#define TINY_INSTANTIATE(NAME) \
+  template void binary<ops::NAME>(const Tensor&, const Tensor&, const Tensor&);
+TINY_BINARY_OPS(TINY_INSTANTIATE)
+#undef TINY_INSTANTIATE
+void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+void sum_rows(const Tensor&, const Tensor&, double) { tiny::cuda::require_device(0); }
+void max_rows(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+void gemm(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+
+}  // namespace tiny::detail::cuda

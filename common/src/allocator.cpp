@@ -1,25 +1,34 @@
-// allocator.cpp: the CPU caching allocator and its byte accounting.
+// allocator.cpp: the caching allocators (CPU, pinned host, one per CUDA device) and their byte
+// accounting.
 //
 // Freed blocks are kept in bins keyed by size class and handed out again, so a loop that
-// computes same-sized results reuses warm, already-mapped memory instead of faulting in new
-// pages on every op. Sizes round up to a class (at most 1/8 larger than asked), so nearby
-// sizes share blocks. The cache gives memory back to the system when it exceeds a cap, and on
-// empty_cache().
+// computes same-sized results reuses warm, already-mapped memory instead of asking the system
+// (page faults on the CPU, a device-wide synchronisation on a GPU) on every op. Sizes round up
+// to a class (at most 1/8 larger than asked), so nearby sizes share blocks. When the system
+// refuses, the cache is emptied and the request tried once more, as PyTorch does.
+//
+// Reusing a freed CUDA block right away is safe because every kernel runs on the device's one
+// stream, in order: work that used the old tensor is queued before work that uses the new one.
+// A pinned host block may still be read by a non-blocking copy the host has not waited for, so
+// before one is handed out again the pinned cache waits for that copy (cuda_backend.h).
 #include "tiny/allocator.h"
 
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <vector>
 
+#include "cuda_backend.h"
 #include "tiny/error.h"
 
 namespace tiny {
 namespace {
 
-constexpr size_t kAlignment = 64;                 // a cache line, and AVX-512's vector width
-constexpr size_t kMaxCachedBytes = size_t(2) << 30;  // beyond this, freed blocks go back
+constexpr size_t kAlignment = 64;  // a cache line, and AVX-512's vector width
 
 // PyTorch accounts allocations in multiples of 512 bytes; so do we, so that the numbers of
 // memory_allocated() mean the same thing.
@@ -34,101 +43,152 @@ size_t size_class(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
-struct CpuCache {
-  std::mutex mutex;
-  std::map<size_t, std::vector<void*>> free_blocks;  // size class -> cached blocks
-  size_t cached_bytes = 0;
-  MemoryStats stats;
+std::string human_bytes(size_t n) {
+  char buf[32];
+  if (n >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(1 << 30));
+  else std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(1 << 20));
+  return buf;
+}
+
+// How one kind of memory is obtained from and returned to the system.
+struct Source {
+  Device device;
+  bool pinned = false;
+  size_t max_cached = ~size_t(0);  // beyond this many cached bytes, freed blocks go back
+
+  void* obtain(size_t nbytes) const {
+    if (device.is_cuda()) return detail::cuda::device_malloc(nbytes, device.index);
+    if (pinned) return detail::cuda::pinned_malloc(nbytes);
+    return std::aligned_alloc(kAlignment, nbytes);
+  }
+  void release(void* p) const {
+    if (device.is_cuda()) detail::cuda::device_free(p, device.index);
+    else if (pinned) detail::cuda::pinned_free(p);
+    else std::free(p);
+  }
+  std::string out_of_memory(size_t nbytes) const {
+    if (device.is_cuda())
+      return "CUDA out of memory. Tried to allocate " + human_bytes(nbytes) + " (GPU " +
+             std::to_string(device.index) + ")";
+    return std::string(pinned ? "pinned " : "") + "CPU out of memory: tried to allocate " +
+           std::to_string(nbytes) + " bytes";
+  }
+};
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(Source source) : source_(source) {}
 
   void* allocate(size_t nbytes) {
     const size_t cls = size_class(nbytes == 0 ? 1 : nbytes);
-    std::lock_guard<std::mutex> lock(mutex);
-    ++stats.allocations;
-    stats.allocated += accounted_bytes(nbytes);
-    stats.max_allocated = std::max(stats.max_allocated, stats.allocated);
-    auto it = free_blocks.find(cls);
-    if (it != free_blocks.end() && !it->second.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_blocks_.find(cls);
+    if (it != free_blocks_.end() && !it->second.empty()) {
       void* p = it->second.back();
       it->second.pop_back();
-      cached_bytes -= cls;
-      ++stats.cache_hits;
+      cached_bytes_ -= cls;
+      if (source_.pinned) detail::cuda::pinned_wait_idle(p);
+      count(nbytes);
+      ++stats_.cache_hits;
       return p;
     }
-    void* p = std::aligned_alloc(kAlignment, cls);
+    void* p = source_.obtain(cls);
     if (p == nullptr) {
       release_all_locked();  // try once more with the cache emptied
-      p = std::aligned_alloc(kAlignment, cls);
+      p = source_.obtain(cls);
     }
-    if (p == nullptr) {
-      stats.allocated -= accounted_bytes(nbytes);
-      throw RuntimeError("CPU out of memory: tried to allocate " + std::to_string(nbytes) +
-                         " bytes");
-    }
-    stats.reserved += static_cast<int64_t>(cls);
+    if (p == nullptr) throw RuntimeError(source_.out_of_memory(nbytes));
+    count(nbytes);
+    stats_.reserved += static_cast<int64_t>(cls);
     return p;
   }
 
   void free(void* p, size_t nbytes) {
     const size_t cls = size_class(nbytes == 0 ? 1 : nbytes);
-    std::lock_guard<std::mutex> lock(mutex);
-    stats.allocated -= accounted_bytes(nbytes);
-    if (cached_bytes + cls > kMaxCachedBytes) {
-      std::free(p);
-      stats.reserved -= static_cast<int64_t>(cls);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocated -= accounted_bytes(nbytes);
+    if (cached_bytes_ + cls > source_.max_cached) {
+      source_.release(p);
+      stats_.reserved -= static_cast<int64_t>(cls);
       return;
     }
-    free_blocks[cls].push_back(p);
-    cached_bytes += cls;
+    free_blocks_[cls].push_back(p);
+    cached_bytes_ += cls;
   }
 
-  void release_all_locked() {
-    for (auto& [cls, blocks] : free_blocks) {
-      for (void* p : blocks) std::free(p);
-      stats.reserved -= static_cast<int64_t>(cls * blocks.size());
-    }
-    free_blocks.clear();
-    cached_bytes = 0;
+  MemoryStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
   }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.max_allocated = stats_.allocated;
+  }
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    release_all_locked();
+  }
+
+ private:
+  void count(size_t nbytes) {
+    ++stats_.allocations;
+    stats_.allocated += accounted_bytes(nbytes);
+    stats_.max_allocated = std::max(stats_.max_allocated, stats_.allocated);
+  }
+  void release_all_locked() {
+    for (auto& [cls, blocks] : free_blocks_) {
+      for (void* p : blocks) source_.release(p);
+      stats_.reserved -= static_cast<int64_t>(cls * blocks.size());
+    }
+    free_blocks_.clear();
+    cached_bytes_ = 0;
+  }
+
+  Source source_;
+  std::mutex mutex_;
+  std::map<size_t, std::vector<void*>> free_blocks_;  // size class -> cached blocks
+  size_t cached_bytes_ = 0;
+  MemoryStats stats_;
 };
 
-CpuCache& cpu_cache() {
-  // Never destroyed: storages that outlive static destruction may still free into it.
-  static CpuCache* cache = new CpuCache();
-  return *cache;
-}
+constexpr int kMaxDevices = 64;
 
-void require_cpu(Device device) {
-  if (!device.is_cpu())
-    throw RuntimeError("memory statistics for " + device.str() +
-                       " need the CUDA backend, which this build does not have yet");
+// The allocators are never destroyed: storages that outlive static destruction may still free
+// into them.
+CachingAllocator& allocator_for(Device device, bool pinned) {
+  if (device.is_cpu()) {
+    static CachingAllocator* pageable = new CachingAllocator(Source{Device::cpu(), false, size_t(2) << 30});
+    static CachingAllocator* locked = new CachingAllocator(Source{Device::cpu(), true, size_t(1) << 30});
+    return pinned ? *locked : *pageable;
+  }
+  if (device.index < 0 || device.index >= kMaxDevices || device.index >= cuda::device_count())
+    cuda::require_device(device.index);
+  static std::array<std::unique_ptr<CachingAllocator>, kMaxDevices>* per_device =
+      new std::array<std::unique_ptr<CachingAllocator>, kMaxDevices>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = (*per_device)[device.index];
+  if (!slot) slot = std::make_unique<CachingAllocator>(Source{device, false});
+  return *slot;
 }
 
 }  // namespace
 
 namespace detail {
-void* cpu_allocate(size_t nbytes) { return cpu_cache().allocate(nbytes); }
-void cpu_free(void* ptr, size_t nbytes) { cpu_cache().free(ptr, nbytes); }
+void* allocate(size_t nbytes, Device device, bool pinned) {
+  if (pinned && !device.is_cpu()) throw RuntimeError("only CPU memory can be pinned");
+  return allocator_for(device, pinned).allocate(nbytes);
+}
+void deallocate(void* ptr, size_t nbytes, Device device, bool pinned) {
+  allocator_for(device, pinned).free(ptr, nbytes);
+}
 }  // namespace detail
 
-MemoryStats memory_stats(Device device) {
-  require_cpu(device);
-  std::lock_guard<std::mutex> lock(cpu_cache().mutex);
-  return cpu_cache().stats;
-}
-
+MemoryStats memory_stats(Device device) { return allocator_for(device, false).stats(); }
+MemoryStats pinned_memory_stats() { return allocator_for(Device::cpu(), true).stats(); }
 int64_t memory_allocated(Device device) { return memory_stats(device).allocated; }
 int64_t max_memory_allocated(Device device) { return memory_stats(device).max_allocated; }
-
-void reset_peak_memory_stats(Device device) {
-  require_cpu(device);
-  std::lock_guard<std::mutex> lock(cpu_cache().mutex);
-  cpu_cache().stats.max_allocated = cpu_cache().stats.allocated;
-}
-
-void empty_cache(Device device) {
-  require_cpu(device);
-  std::lock_guard<std::mutex> lock(cpu_cache().mutex);
-  cpu_cache().release_all_locked();
-}
+void reset_peak_memory_stats(Device device) { allocator_for(device, false).reset_peak(); }
+void empty_cache(Device device) { allocator_for(device, false).release_all(); }
 
 }  // namespace tiny

@@ -248,7 +248,7 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 
 Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, DType dtype,
                           const std::function<Tensor(const Tensor&)>& view_of) {
-  Tensor base = zeros(base_shape, dtype);
+  Tensor base = zeros(base_shape, dtype, g.device());
   view_of(base).copy_(g);
   return base;
 }
@@ -281,7 +281,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
   Tensor seed = gradient;
   if (!seed.defined()) {
     if (root.numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
-    seed = ones(root.shape(), root.dtype());
+    seed = ones(root.shape(), root.dtype(), root.device());
   } else if (seed.shape() != root.shape()) {
     throw RuntimeError("Mismatch in shape: grad_output[0] has a shape of " + detail::shape_str(seed.shape()) +
                        " and output[0] has a shape of " + detail::shape_str(root.shape()) + ".");

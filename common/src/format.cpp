@@ -211,12 +211,14 @@ std::string tensor_str(const Tensor& t, size_t indent, bool summarize, const Ele
 
 }  // namespace
 
-std::string format_tensor(const Tensor& t) {
-  if (!t.defined()) return "tensor(undefined)";
+std::string format_tensor(const Tensor& tensor) {
+  if (!tensor.defined()) return "tensor(undefined)";
+  // A GPU tensor is printed from one copy of its values (and printing it waits for them).
+  const Tensor t = tensor.device().is_cuda() ? tensor.detach().cpu() : tensor;
   const std::string prefix = "tensor(";
   const size_t indent = prefix.size();
   std::vector<std::string> suffixes;
-  if (t.device().is_cuda()) suffixes.push_back("device='" + t.device().str() + "'");
+  if (tensor.device().is_cuda()) suffixes.push_back("device='" + tensor.device().str() + "'");
   std::string body;
   if (t.numel() == 0) {
     body = "[]";
@@ -230,8 +232,8 @@ std::string format_tensor(const Tensor& t) {
   }
   if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool)
     suffixes.push_back(std::string("dtype=torch.") + dtype_name(t.dtype()));
-  if (t.grad_fn()) suffixes.push_back("grad_fn=<" + t.grad_fn()->name() + ">");
-  else if (t.requires_grad()) suffixes.push_back("requires_grad=True");
+  if (tensor.grad_fn()) suffixes.push_back("grad_fn=<" + tensor.grad_fn()->name() + ">");
+  else if (tensor.requires_grad()) suffixes.push_back("requires_grad=True");
   // Suffixes go on the last line, or on a new one if the line would pass 80 characters.
   std::string out = prefix + body;
   // As Python computes it: len(s) - s.rfind('\n') + 1, where rfind gives -1 for no newline.

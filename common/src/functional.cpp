@@ -120,13 +120,13 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
   if (target.dtype() != kInt64)
     throw RuntimeError(std::string("expected scalar type Long but found ") + dtype_legacy_name(target.dtype()));
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
-  const Tensor t = target.contiguous();
+  const Tensor t = target.contiguous().cpu();  // the check reads the classes on the host
   const int64_t* cls = t.data<int64_t>();
   for (int64_t i = 0; i < N; ++i)
     if (cls[i] < 0 || cls[i] >= C)
       throw IndexError("Target " + std::to_string(cls[i]) + " is out of bounds.");
   // A one-hot mask picks log_probs[i, target[i]].
-  const Tensor picked = eq(arange(C).unsqueeze(0), t.unsqueeze(1));
+  const Tensor picked = eq(arange(C).to(target.device()).unsqueeze(0), target.unsqueeze(1));
   Tensor out;
   {
     NoGradGuard values_only;

@@ -16,28 +16,26 @@
 namespace tiny::detail {
 
 /// The device an op runs on: all tensor inputs must share one. This is the single place where
-/// an op picks its backend; today only the CPU has kernels, and a CUDA tensor gets a clear error
-/// (the CUDA backend plugs in here).
+/// an op picks its backend: each op then runs its CPU loop, or hands the same work to the CUDA
+/// backend (cuda_backend.h). As in PyTorch, a 0-dim CPU tensor may join tensors on any device:
+/// it is a number, passed to the kernel by value.
 inline Device op_device(const char* op, std::initializer_list<const Tensor*> inputs) {
   const Tensor* first = nullptr;
   for (const Tensor* t : inputs) {
     if (!t->defined()) throw RuntimeError(std::string(op) + "(): got an undefined tensor");
+    if (t->dim() == 0 && t->device().is_cpu() && inputs.size() > 1) continue;
     if (first && !(first->device() == t->device()))
       throw RuntimeError(
           "Expected all tensors to be on the same device, but found at least two devices, " +
           first->device().str() + " and " + t->device().str() + "!");
     if (!first) first = t;
   }
-  const Device d = first ? first->device() : Device::cpu();
-  if (d.is_cuda())
-    throw RuntimeError(std::string(op) + "(): no CUDA kernel in this build yet; the CUDA "
-                       "backend arrives with chapter 04 (tensors on " + d.str() + ")");
-  return d;
+  return first ? first->device() : Device::cpu();
 }
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
 /// arithmetic type; to bool means "not zero".
-template <typename D, typename S> inline D convert(S s) {
+template <typename D, typename S> TINY_HD inline D convert(S s) {
   if constexpr (std::is_same_v<D, S>) {
     return s;
   } else if constexpr (std::is_same_v<D, bool>) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "autograd_internal.h"
+#include "cuda_backend.h"
 #include "internal.h"
 #include "tiny/format.h"
 #include "tiny/ops.h"
@@ -23,6 +24,7 @@ namespace tiny {
 namespace {
 
 std::atomic<MatmulBackend> g_backend{MatmulBackend::Blas};
+std::atomic<bool> g_allow_tf32{false};  // torch.set_float32_matmul_precision("highest")
 
 // A matrix in memory: element (i, j) is at data[i * rs + j * cs].
 template <typename T> struct MatrixRef {
@@ -135,6 +137,16 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
   out_shape.push_back(M);
   out_shape.push_back(N);
   const DType dt = a.dtype();
+  if (a.device().is_cuda()) {
+    // cuBLAS takes every float type directly (the 16-bit ones accumulate in float32) and any
+    // batch whose matrices sit at one stride from each other.
+    if (!is_floating(dt))
+      throw TypeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(dt) + "'");
+    const int64_t nb = shape_numel(batch);
+    Tensor out = empty(out_shape, dt, a.device());
+    detail::cuda::gemm(out.view({nb, M, N}), a.reshape({nb, M, K}), b.reshape({nb, K, N}));
+    return out;
+  }
   // The 16-bit floats are multiplied in float32 and rounded once at the end.
   const DType compute = (dt == kFloat16 || dt == kBFloat16) ? kFloat32 : dt;
   const Tensor x = a.to(compute), y = b.to(compute);
@@ -171,6 +183,16 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 void set_matmul_backend(MatmulBackend backend) { g_backend.store(backend); }
+
+void set_float32_matmul_precision(const std::string& precision) {
+  if (precision == "highest") g_allow_tf32.store(false);
+  else if (precision == "high" || precision == "medium") g_allow_tf32.store(true);
+  else
+    throw RuntimeError("Invalid precision '" + precision +
+                       "', expected one of 'highest', 'high', 'medium'");
+}
+
+std::string float32_matmul_precision() { return g_allow_tf32.load() ? "high" : "highest"; }
 MatmulBackend matmul_backend() { return g_backend.load(); }
 
 bool blas_available() {
@@ -345,8 +367,17 @@ template <typename Drop> Tensor triangle(const char* op, const Tensor& a, Drop d
   detail::op_device(op, {&a});
   if (a.dim() < 2)
     throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
-  Tensor out = a.clone();
   const int64_t R = a.size(-2), C = a.size(-1);
+  if (a.device().is_cuda()) {
+    // The mask is small and the same for every matrix: build it on the host, once, and let the
+    // GPU select.
+    Tensor keep = empty({R, C}, kBool);
+    bool* k = keep.data<bool>();
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) k[i * C + j] = !drop(i, j);
+    return where(keep.to(a.device()), a, scalar_tensor(0, a.dtype()));
+  }
+  Tensor out = a.clone();
   const int64_t nmat = R * C == 0 ? 0 : out.numel() / (R * C);
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     T* p = out.data<T>();

@@ -10,6 +10,8 @@
 #include <limits>
 
 #include "autograd_internal.h"
+#include "cuda_backend.h"
+#include "elementwise_ops.h"
 #include "internal.h"
 
 namespace tiny {
@@ -146,14 +148,18 @@ Tensor in_row_order(const Tensor& t) {
 enum class Kinds { All, NoBool };
 
 // Runs a binary op whose result has the promoted dtype (or bool, for comparisons).
-template <typename F>
+template <typename Op>
 Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, DType compute, bool to_bool,
-                 Kinds kinds, F f) {
-  detail::op_device(name, {&a, &b});
+                 Kinds kinds, Op f) {
+  const Device device = detail::op_device(name, {&a, &b});
   if (kinds == Kinds::NoBool && compute == kBool) throw TypeError(not_implemented(name, compute));
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
+  Tensor out = empty(shape, to_bool ? kBool : compute, device);
+  if (device.is_cuda()) {
+    detail::cuda::binary<Op>(out, a.to(compute), b.to(compute));
+    return out;
+  }
   const Tensor x = in_row_order(a.to(compute)), y = in_row_order(b.to(compute));
-  Tensor out = empty(shape, to_bool ? kBool : compute);
   dispatch_dtype(compute, [&]<typename T>() {
     if (to_bool) binary_loop<T, bool>(out, x, y, f);
     else binary_loop<T, T>(out, x, y, f);
@@ -166,13 +172,18 @@ DType float_result(DType d) { return is_floating(d) ? d : kFloat32; }
 
 // Runs a unary op whose result has dtype `compute`; `floating_only` ops are instantiated for
 // the float types alone (their inputs were promoted to float first).
-template <bool floating_only, typename F>
-Tensor unary_op(const char* name, const Tensor& a, DType compute, F f) {
-  detail::op_device(name, {&a});
+template <typename Op>
+Tensor unary_op(const char* name, const Tensor& a, DType compute, Op f) {
+  const Device device = detail::op_device(name, {&a});
+  if (Op::floating_only && !is_floating(compute)) throw TypeError(not_implemented(name, compute));
+  Tensor out = empty(a.shape(), compute, device);
+  if (device.is_cuda()) {
+    detail::cuda::unary<Op>(out, a.to(compute));
+    return out;
+  }
   const Tensor x = in_row_order(a.to(compute));
-  Tensor out = empty(a.shape(), compute);
   auto run = [&]<typename T>() { unary_loop<T, T>(out, x, f); };
-  if constexpr (floating_only) dispatch_floating(compute, name, run);
+  if constexpr (Op::floating_only) dispatch_floating(compute, name, run);
   else dispatch_dtype(compute, run);
   return out;
 }
@@ -205,8 +216,7 @@ Tensor record_unary(Tensor out, const Tensor& a, const char* name, bool save_inp
 
 Tensor add(const Tensor& a, const Tensor& b) {
   // bool + bool stays bool (logical or), as in PyTorch.
-  Tensor out = binary_op("add", a, b, result_type(a, b), false, Kinds::All,
-                         [](auto x, auto y) { return x + y; });
+  Tensor out = binary_op("add", a, b, result_type(a, b), false, Kinds::All, ops::Add{});
   if (detail::should_record({&a, &b}))
     detail::record(out, "AddBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; },
                    per_element(out), 0);
@@ -217,8 +227,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool && b.dtype() == kBool)
     throw TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                     "Use the `^` or `logical_xor()` operator instead.");
-  Tensor out = binary_op("sub", a, b, result_type(a, b), false, Kinds::All,
-                         [](auto x, auto y) { return x - y; });
+  Tensor out = binary_op("sub", a, b, result_type(a, b), false, Kinds::All, ops::Sub{});
   if (detail::should_record({&a, &b}))
     detail::record(out, "SubBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, neg(g)}; },
                    per_element(out), b.requires_grad() ? per_element(out) : 0);
@@ -226,8 +235,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_op("mul", a, b, result_type(a, b), false, Kinds::All,
-                         [](auto x, auto y) { return x * y; });
+  Tensor out = binary_op("mul", a, b, result_type(a, b), false, Kinds::All, ops::Mul{});
   if (detail::should_record({&a, &b})) {
     // d(ab)/da = b and d(ab)/db = a: each input's gradient needs the other input.
     const bool ga = a.requires_grad(), gb = b.requires_grad();
@@ -243,8 +251,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 
 Tensor div(const Tensor& a, const Tensor& b) {
   // True division: integer inputs are divided as float32.
-  Tensor out = binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All,
-                         [](auto x, auto y) { return x / y; });
+  Tensor out = binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All, ops::Div{});
   if (detail::should_record({&a, &b})) {
     // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2.
     const bool ga = a.requires_grad(), gb = b.requires_grad();
@@ -261,18 +268,6 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 namespace {
-template <typename T> T integer_pow(T base, T exp) {
-  T result = 1;
-  while (exp > 0) {  // square and multiply
-    if (exp & 1) result *= base;
-    base *= base;
-    exp >>= 1;
-  }
-  return result;
-}
-}  // namespace
-
-namespace {
 Tensor pow_values(const Tensor& a, const Tensor& b) {
   const DType dt = result_type(a, b);
   if (is_integral(dt) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
@@ -282,17 +277,12 @@ Tensor pow_values(const Tensor& a, const Tensor& b) {
   if (b.dim() == 0 && is_floating(dt) && a.dtype() == dt) {
     const double e = b.item();
     if (e == 1) return a.clone().detach();
-    if (e == 2) return unary_op<true>("pow", a, dt, [](auto x) { return x * x; });
-    if (e == 3) return unary_op<true>("pow", a, dt, [](auto x) { return x * x * x; });
-    if (e == 0.5) return unary_op<true>("pow", a, dt, [](auto x) { return std::sqrt(x); });
-    if (e == -1) return unary_op<true>("pow", a, dt, [](auto x) { return decltype(x)(1) / x; });
+    if (e == 2) return unary_op("pow", a, dt, ops::Square{});
+    if (e == 3) return unary_op("pow", a, dt, ops::Cube{});
+    if (e == 0.5) return unary_op("pow", a, dt, ops::Sqrt{});
+    if (e == -1) return unary_op("pow", a, dt, ops::Reciprocal{});
   }
-  return binary_op("pow", a, b, dt, false, Kinds::NoBool, [](auto x, auto y) {
-    using T = decltype(x);
-    if constexpr (std::is_same_v<T, bool>) return x;  // rejected above; never runs
-    else if constexpr (std::is_integral_v<T>) return integer_pow(x, y);
-    else return std::pow(x, y);
-  });
+  return binary_op("pow", a, b, dt, false, Kinds::NoBool, ops::Pow{});
 }
 }  // namespace
 
@@ -347,19 +337,13 @@ Tensor record_extremum(Tensor out, const Tensor& a, const Tensor& b, const char*
 }  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return record_extremum(binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
-    if constexpr (std::is_floating_point_v<decltype(x)>)
-      if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN propagates
-    return x > y ? x : y;
-  }), a, b, "MaximumBackward0");
+  return record_extremum(binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, ops::Maximum{}),
+                         a, b, "MaximumBackward0");
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return record_extremum(binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, [](auto x, auto y) {
-    if constexpr (std::is_floating_point_v<decltype(x)>)
-      if (std::isnan(x) || std::isnan(y)) return x + y;
-    return x < y ? x : y;
-  }), a, b, "MinimumBackward0");
+  return record_extremum(binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, ops::Minimum{}),
+                         a, b, "MinimumBackward0");
 }
 
 // ---- unary ------------------------------------------------------------------------------------
@@ -368,88 +352,64 @@ Tensor neg(const Tensor& a) {
   if (a.dtype() == kBool)
     throw TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                     "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-  return record_unary(unary_op<false>("neg", a, a.dtype(), [](auto x) {
-    if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
-    else return -x;
-  }), a, "NegBackward0", false, false, [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
+  return record_unary(unary_op("neg", a, a.dtype(), ops::Neg{}), a, "NegBackward0", false, false, [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
 }
 
 Tensor abs(const Tensor& a) {
   if (a.dtype() == kBool) throw TypeError(not_implemented("abs", kBool));
-  return record_unary(unary_op<false>("abs", a, a.dtype(), [](auto x) {
-    if constexpr (std::is_same_v<decltype(x), bool>) return x;  // rejected above; never runs
-    else return x < 0 ? -x : x;
-  }), a, "AbsBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
+  return record_unary(unary_op("abs", a, a.dtype(), ops::Abs{}), a, "AbsBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
     const Tensor zero = scalar_tensor(0, x.dtype());
     return mul(g, sub(gt(x, zero).to(g.dtype()), lt(x, zero).to(g.dtype())));  // sign(x)
   });
 }
 
 Tensor sqrt(const Tensor& a) {
-  return record_unary(unary_op<true>("sqrt", a, float_result(a.dtype()), [](auto x) { return std::sqrt(x); }),
+  return record_unary(unary_op("sqrt", a, float_result(a.dtype()), ops::Sqrt{}),
                       a, "SqrtBackward0", false, true,
                       [](const Tensor& g, const Tensor&, const Tensor& y) { return div(g, mul(y, scalar_tensor(2.0, y.dtype()))); });
 }
 
 Tensor rsqrt(const Tensor& a) {
-  return record_unary(unary_op<true>("rsqrt", a, float_result(a.dtype()),
-                                     [](auto x) { return decltype(x)(1) / std::sqrt(x); }),
+  return record_unary(unary_op("rsqrt", a, float_result(a.dtype()), ops::Rsqrt{}),
                       a, "RsqrtBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
                         return mul(g, mul(mul(y, mul(y, y)), scalar_tensor(-0.5, y.dtype())));  // -y^3 / 2
                       });
 }
 
 Tensor exp(const Tensor& a) {
-  return record_unary(unary_op<true>("exp", a, float_result(a.dtype()), [](auto x) { return std::exp(x); }),
+  return record_unary(unary_op("exp", a, float_result(a.dtype()), ops::Exp{}),
                       a, "ExpBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, y); });
 }
 
 Tensor log(const Tensor& a) {
-  return record_unary(unary_op<true>("log", a, float_result(a.dtype()), [](auto x) { return std::log(x); }),
+  return record_unary(unary_op("log", a, float_result(a.dtype()), ops::Log{}),
                       a, "LogBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
 }
 
 Tensor relu(const Tensor& a) {
   if (a.dtype() == kBool) throw TypeError(not_implemented("relu", kBool));
-  // NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
-  return record_unary(unary_op<false>("relu", a, a.dtype(), [](auto x) {
-    using T = decltype(x);
-    if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x)) return x;
-    return x > T(0) ? x : T(0);
-  }), a, "ReluBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
+  return record_unary(unary_op("relu", a, a.dtype(), ops::Relu{}), a, "ReluBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
     return mul(g, gt(y, scalar_tensor(0, y.dtype())).to(g.dtype()));  // 1 where the output is positive
   });
 }
 
 Tensor gelu(const Tensor& a) {
   if (!is_floating(a.dtype())) throw TypeError(not_implemented("GeluKernelImpl", a.dtype()));
-  Tensor out = unary_op<true>("gelu", a, a.dtype(), [](auto x) {
-    using T = decltype(x);
-    // x * Phi(x) with Phi the normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
-    return x * T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-  });
+  Tensor out = unary_op("gelu", a, a.dtype(), ops::Gelu{});
   return record_unary(out, a, "GeluBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    // d/dx x Phi(x) = Phi(x) + x phi(x), phi the normal density.
-    return mul(g, unary_op<true>("gelu_backward", x, x.dtype(), [](auto v) {
-                 using T = decltype(v);
-                 const T cdf = T(0.5) * (T(1) + std::erf(v * T(0.70710678118654752440)));
-                 const T pdf = std::exp(T(-0.5) * v * v) * T(0.39894228040143267794);
-                 return cdf + v * pdf;
-               }));
+    return mul(g, unary_op("gelu_backward", x, x.dtype(), ops::GeluBackward{}));
   });
 }
 
 Tensor sigmoid(const Tensor& a) {
-  return record_unary(unary_op<true>("sigmoid", a, float_result(a.dtype()),
-                                     [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); }),
+  return record_unary(unary_op("sigmoid", a, float_result(a.dtype()), ops::Sigmoid{}),
                       a, "SigmoidBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
                         return mul(g, mul(y, sub(scalar_tensor(1, y.dtype()), y)));  // y (1 - y)
                       });
 }
 
 Tensor tanh(const Tensor& a) {
-  return record_unary(unary_op<true>("tanh", a, float_result(a.dtype()), [](auto x) { return std::tanh(x); }),
+  return record_unary(unary_op("tanh", a, float_result(a.dtype()), ops::Tanh{}),
                       a, "TanhBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
                         return mul(g, sub(scalar_tensor(1, y.dtype()), mul(y, y)));  // 1 - y^2
                       });
@@ -458,55 +418,53 @@ Tensor tanh(const Tensor& a) {
 // ---- comparisons and where --------------------------------------------------------------------
 
 Tensor eq(const Tensor& a, const Tensor& b) {
-  return binary_op("eq", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x == y; });
+  return binary_op("eq", a, b, result_type(a, b), true, Kinds::All, ops::Eq{});
 }
 Tensor ne(const Tensor& a, const Tensor& b) {
-  return binary_op("ne", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x != y; });
+  return binary_op("ne", a, b, result_type(a, b), true, Kinds::All, ops::Ne{});
 }
 Tensor lt(const Tensor& a, const Tensor& b) {
-  return binary_op("lt", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x < y; });
+  return binary_op("lt", a, b, result_type(a, b), true, Kinds::All, ops::Lt{});
 }
 Tensor le(const Tensor& a, const Tensor& b) {
-  return binary_op("le", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x <= y; });
+  return binary_op("le", a, b, result_type(a, b), true, Kinds::All, ops::Le{});
 }
 Tensor gt(const Tensor& a, const Tensor& b) {
-  return binary_op("gt", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x > y; });
+  return binary_op("gt", a, b, result_type(a, b), true, Kinds::All, ops::Gt{});
 }
 Tensor ge(const Tensor& a, const Tensor& b) {
-  return binary_op("ge", a, b, result_type(a, b), true, Kinds::All,
-                   [](auto x, auto y) { return x >= y; });
+  return binary_op("ge", a, b, result_type(a, b), true, Kinds::All, ops::Ge{});
 }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  detail::op_device("where", {&condition, &a, &b});
+  const Device device = detail::op_device("where", {&condition, &a, &b});
   if (condition.dtype() != kBool)
     throw TypeError(std::string("where expected condition to be a boolean tensor, but got a "
                                 "tensor with dtype ") + dtype_legacy_name(condition.dtype()));
   const DType dt = result_type(a, b);
   const Shape shape = broadcast_shapes(condition.shape(), broadcast_shapes(a.shape(), b.shape()));
   const Tensor x = a.to(dt), y = b.to(dt);
-  Tensor out = empty(shape, dt);
-  const Strides sc = detail::broadcast_strides(condition, shape);
-  const Strides sa = detail::broadcast_strides(x, shape);
-  const Strides sb = detail::broadcast_strides(y, shape);
-  dispatch_dtype(dt, [&]<typename T>() {
-    T* po = out.data<T>();
-    const bool* pc = condition.data<bool>();
-    const T* px = x.data<T>();
-    const T* py = y.data<T>();
-    detail::for_each_row<4>(shape, {&out.strides(), &sc, &sa, &sb},
-                            [&](int64_t n, const auto& off, const auto& st) {
-                              for (int64_t i = 0; i < n; ++i)
-                                po[off[0] + i * st[0]] = pc[off[1] + i * st[1]]
-                                                             ? px[off[2] + i * st[2]]
-                                                             : py[off[3] + i * st[3]];
-                            });
-  });
+  Tensor out = empty(shape, dt, device);
+  if (device.is_cuda()) {
+    detail::cuda::where(out, condition, x, y);
+  } else {
+    const Strides sc = detail::broadcast_strides(condition, shape);
+    const Strides sa = detail::broadcast_strides(x, shape);
+    const Strides sb = detail::broadcast_strides(y, shape);
+    dispatch_dtype(dt, [&]<typename T>() {
+      T* po = out.data<T>();
+      const bool* pc = condition.data<bool>();
+      const T* px = x.data<T>();
+      const T* py = y.data<T>();
+      detail::for_each_row<4>(shape, {&out.strides(), &sc, &sa, &sb},
+                              [&](int64_t n, const auto& off, const auto& st) {
+                                for (int64_t i = 0; i < n; ++i)
+                                  po[off[0] + i * st[0]] = pc[off[1] + i * st[1]]
+                                                               ? px[off[2] + i * st[2]]
+                                                               : py[off[3] + i * st[3]];
+                              });
+    });
+  }
   if (detail::should_record({&a, &b})) {
     SavedTensor c(condition);
     detail::record(out, "WhereBackward0", {a, b},
@@ -527,7 +485,8 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
-  const Tensor x = a.to(kFloat64), y = b.to(kFloat64);
+  detail::op_device("allclose", {&a, &b});
+  const Tensor x = a.to(kFloat64).cpu(), y = b.to(kFloat64).cpu();
   const Shape shape = broadcast_shapes(x.shape(), y.shape());
   const Tensor xe = x.expand(shape).contiguous(), ye = y.expand(shape).contiguous();
   const double* px = xe.data<double>();

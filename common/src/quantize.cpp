@@ -10,12 +10,14 @@
 namespace tiny {
 
 namespace {
-// The float32 elements of `x`, contiguous (a copy when needed).
+// The float32 elements of `x`, contiguous, on the host (a copy when needed). These functions
+// simulate formats to teach them, bit by bit with FloatFormat; a GPU tensor is rounded on the
+// host and the result moved back to its device.
 Tensor as_float32(const Tensor& x, const char* op) {
   detail::op_device(op, {&x});
   if (!is_floating(x.dtype()))
     throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(x.dtype()) + "'");
-  return x.detach().to(kFloat32).contiguous();
+  return x.detach().to(kFloat32).contiguous().cpu();
 }
 }  // namespace
 
@@ -25,7 +27,7 @@ Tensor round_to_format(const Tensor& x, const FloatFormat& format, Overflow over
   const float* p = in.data<float>();
   float* o = out.data<float>();
   for (int64_t i = 0; i < in.numel(); ++i) o[i] = static_cast<float>(format.round(p[i], overflow));
-  return out;
+  return out.to(x.device());
 }
 
 NvFp4Tensor nvfp4_quantize(const Tensor& x) {
@@ -75,7 +77,7 @@ Tensor fp4_single_scale(const Tensor& x) {
   float* o = out.data<float>();
   for (int64_t i = 0; i < in.numel(); ++i)
     o[i] = static_cast<float>(kFormatE2M1.round(static_cast<float>(p[i] / scale), Overflow::Saturate) * scale);
-  return out;
+  return out.to(x.device());
 }
 
 }  // namespace tiny

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "autograd_internal.h"
+#include "cuda_backend.h"
 #include "internal.h"
 #include "tiny/ops.h"
 
@@ -66,8 +67,25 @@ template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<boo
   return acc;
 }
 
+// On a GPU: the reduced dimensions are moved last and made contiguous, so that each output is
+// the sum of one contiguous row, which a block of threads reads together; `scale` turns the sum
+// into a mean.
+Tensor cuda_reduce_rows(const Tensor& a, const std::vector<bool>& reduce, bool keepdim, double scale) {
+  std::vector<int64_t> order;
+  int64_t m = 1, n = 1;
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (!reduce[d]) order.push_back(d), m *= a.shape()[d];
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (reduce[d]) order.push_back(d), n *= a.shape()[d];
+  const Tensor rows = a.detach().permute(order).contiguous().view({m, n});
+  Tensor acc = empty({m}, is_floating(a.dtype()) ? kFloat64 : kInt64, a.device());
+  detail::cuda::sum_rows(acc, rows, scale);
+  if (is_floating(a.dtype())) acc = acc.to(a.dtype());
+  return acc.view(reduced_shape(a, reduce, keepdim));
+}
+
 Tensor sum_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim) {
-  detail::op_device("sum", {&a});
+  if (detail::op_device("sum", {&a}).is_cuda()) return cuda_reduce_rows(a, reduce, keepdim, 1.0);
   const Shape out_shape = reduced_shape(a, reduce, keepdim);
   if (is_floating(a.dtype())) return accumulate<double>(a, reduce).to(a.dtype()).view(out_shape);
   return accumulate<int64_t>(a, reduce).view(out_shape);  // integers and bool sum to int64
@@ -81,11 +99,12 @@ void require_floating_mean(const Tensor& a) {
 }
 
 Tensor mean_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim) {
-  detail::op_device("mean", {&a});
+  const Device device = detail::op_device("mean", {&a});
   require_floating_mean(a);
   int64_t count = 1;
   for (int64_t d = 0; d < a.dim(); ++d)
     if (reduce[d]) count *= a.shape()[d];
+  if (device.is_cuda()) return cuda_reduce_rows(a, reduce, keepdim, 1.0 / static_cast<double>(count));
   Tensor acc = accumulate<double>(a, reduce);
   double* p = acc.data<double>();
   // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
@@ -164,7 +183,7 @@ Tensor max(const Tensor& a) {
 }
 
 MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
-  detail::op_device("max", {&a});
+  const Device device = detail::op_device("max", {&a});
   dim = wrap_dim(dim, a.dim());
   const Tensor x = (a.dim() == 0 ? a.reshape({1}) : a).detach();
   const int64_t n = x.shape()[dim];
@@ -180,21 +199,26 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   std::vector<bool> reduce(x.dim(), false);
   reduce[dim] = true;
   const Shape out_shape = a.dim() == 0 ? Shape{} : reduced_shape(x, reduce, keepdim);
-  MaxResult r{empty(out_shape, a.dtype()), empty(out_shape, kInt64)};
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* p = rows.data<T>();
-    T* vals = r.values.data<T>();
-    int64_t* idx = r.indices.data<int64_t>();
+  MaxResult r{empty(out_shape, a.dtype(), device), empty(out_shape, kInt64, device)};
+  if (device.is_cuda()) {
     const int64_t m = rows.numel() / n;
-    for (int64_t row = 0; row < m; ++row) {
-      const T* v = p + row * n;
-      int64_t best = 0;
-      for (int64_t i = 1; i < n; ++i)
-        if (beats(static_cast<opmath_t<T>>(v[i]), static_cast<opmath_t<T>>(v[best]))) best = i;
-      vals[row] = v[best];
-      idx[row] = best;
-    }
-  });
+    detail::cuda::max_rows(r.values.view({m}), r.indices.view({m}), rows.view({m, n}));
+  } else {
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      const T* p = rows.data<T>();
+      T* vals = r.values.data<T>();
+      int64_t* idx = r.indices.data<int64_t>();
+      const int64_t m = rows.numel() / n;
+      for (int64_t row = 0; row < m; ++row) {
+        const T* v = p + row * n;
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; ++i)
+          if (beats(static_cast<opmath_t<T>>(v[i]), static_cast<opmath_t<T>>(v[best]))) best = i;
+        vals[row] = v[best];
+        idx[row] = best;
+      }
+    });
+  }
   if (detail::should_record({&a})) {
     // The gradient goes to the one element each maximum came from.
     const Tensor where_from = keepdim || a.dim() == 0 ? r.indices : r.indices.unsqueeze(dim);
@@ -203,7 +227,7 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
     positions_shape[dim] = n;
     detail::record(r.values, "MaxBackward0", {a},
                    [where_from, kept, in, positions_shape, n](const Tensor& g) {
-                     const Tensor positions = arange(n).view(positions_shape);
+                     const Tensor positions = arange(n).to(g.device()).view(positions_shape);
                      const Tensor hit = eq(positions, where_from.reshape(kept)).to(g.dtype());
                      return std::vector<Tensor>{mul(hit, g.reshape(kept)).reshape(in)};
                    },

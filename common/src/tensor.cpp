@@ -10,6 +10,7 @@
 #endif
 
 #include "autograd_internal.h"
+#include "cuda_backend.h"
 #include "internal.h"
 #include "tiny/allocator.h"
 #include "tiny/format.h"
@@ -19,14 +20,12 @@ namespace tiny {
 
 // ---- Storage ----------------------------------------------------------------------------------
 
-Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  if (!device.is_cpu())
-    throw RuntimeError("cannot allocate on " + device.str() +
-                       ": the CUDA backend arrives with chapter 04");
-  data_ = detail::cpu_allocate(nbytes);
+Storage::Storage(size_t nbytes, Device device, bool pinned)
+    : nbytes_(nbytes), device_(device), pinned_(pinned) {
+  data_ = detail::allocate(nbytes, device, pinned);
 }
 
-Storage::~Storage() { detail::cpu_free(data_, nbytes_); }
+Storage::~Storage() { detail::deallocate(data_, nbytes_, device_, pinned_); }
 
 // ---- Scalar and IndexList ---------------------------------------------------------------------
 
@@ -228,6 +227,7 @@ TINY_CLONES void convert_row(float* __restrict d, const BFloat16* __restrict s, 
 }  // namespace
 
 void copy_elements(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cuda()) return cuda::unary<ops::Identity>(dst, src);
   dispatch_dtype(dst.dtype(), [&]<typename D>() {
     dispatch_dtype(src.dtype(), [&]<typename S>() {
       D* d = static_cast<D*>(dst.data_ptr());
@@ -558,8 +558,25 @@ Tensor Tensor::clone() const {
   return recorded(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
-  detail::op_device("copy_", {this, &src});
+namespace {
+
+// Copies `src` (already expanded to dst's shape) into `dst` on another device. Bytes cross
+// between devices only as one contiguous block; a change of dtype or layout is done on the
+// source's side before (so fewer bytes may travel) or on the destination's side after, by the
+// ordinary copy kernel.
+void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const Tensor block = src.to(dst.dtype()).contiguous();
+  const Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.dtype(), dst.device());
+  const bool pinned = (block.device().is_cpu() ? block : landing).is_pinned();
+  detail::cuda::copy_bytes(landing.data_ptr(), landing.device(), block.data_ptr(), block.device(),
+                           block.nbytes(), non_blocking, pinned);
+  if (!landing.shares_storage_with(dst)) detail::copy_elements(dst, landing);
+}
+
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
+  if (!defined() || !src.defined()) throw RuntimeError("copy_(): got an undefined tensor");
   if (grad_mode_enabled()) {
     // The tape records out-of-place ops only; an in-place write into a tensor it tracks (or of
     // a tracked tensor into an untracked one) would silently lose gradients, so it is refused.
@@ -574,7 +591,13 @@ Tensor& Tensor::copy_(const Tensor& src) {
                          "gradient would be lost; use the source directly, or detach() it");
   }
   storage_->bump_version();
-  Tensor source = src.expand(shape_);
+  Tensor source = src.detach().expand(shape_);
+  // A copy between devices moves bytes over the bus; a 0-dim CPU source into a GPU tensor is a
+  // number, which the fill kernel takes by value.
+  if (!(device() == src.device()) && !(src.dim() == 0 && src.device().is_cpu() && device().is_cuda())) {
+    copy_across_devices(*this, source, non_blocking);
+    return *this;
+  }
   // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not yet
   // read; copy it aside first so the result is what a reader expects.
   if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0) source = source.clone();
@@ -599,15 +622,33 @@ Tensor Tensor::to(DType dtype) const {
   return recorded(out, *this, "ToCopyBackward0", [](const Tensor& g) { return g; });  // the tape casts back
 }
 
-Tensor Tensor::to(Device device) const {
+Tensor Tensor::to(Device device, bool non_blocking) const {
   if (device == this->device()) return *this;
-  throw RuntimeError("cannot move a tensor to " + device.str() +
-                     ": the CUDA backend arrives with chapter 04");
+  Tensor out = empty(shape_, dtype_, device);
+  {
+    NoGradGuard plain;  // the move is recorded below as one node
+    out.copy_(*this, non_blocking);
+  }
+  const Device from = this->device();
+  return recorded(out, *this, "ToCopyBackward0", [from](const Tensor& g) { return g.to(from); });
+}
+
+Tensor Tensor::pin_memory() const {
+  if (is_pinned()) return *this;
+  if (!device().is_cpu())
+    throw RuntimeError("cannot pin '" + std::string("torch.cuda.") + dtype_legacy_name(dtype_) +
+                       "Tensor' only dense CPU tensors can be pinned");
+  cuda::require_device(0);
+  auto storage = std::make_shared<Storage>(nbytes(), Device::cpu(), /*pinned=*/true);
+  Tensor out(std::move(storage), dtype_, shape_, contiguous_strides(shape_), 0);
+  detail::copy_elements(out, *this);
+  return out;
 }
 
 double Tensor::item() const {
   if (numel() != 1) throw ValueError("only one element tensors can be converted to Python scalars");
-  detail::op_device("item", {this});
+  // Reading a GPU value on the host waits for the work that computes it: a hidden synchronize.
+  if (detail::op_device("item", {this}).is_cuda()) return cpu().item();
   return dispatch_dtype(dtype_, [&]<typename T>() -> double {
     return static_cast<double>(static_cast<opmath_t<T>>(*static_cast<const T*>(data_ptr())));
   });
@@ -615,7 +656,7 @@ double Tensor::item() const {
 
 std::vector<double> Tensor::tolist() const {
   detail::op_device("tolist", {this});
-  Tensor c = contiguous().to(kFloat64);
+  Tensor c = contiguous().to(kFloat64).cpu();
   const double* p = c.data<double>();
   return std::vector<double>(p, p + c.numel());
 }
@@ -640,8 +681,9 @@ int64_t Tensor::offset_of(const std::vector<int64_t>& index) const {
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {
-  detail::op_device("at", {this});
   const int64_t position = offset_of(index);
+  if (detail::op_device("at", {this}).is_cuda())
+    return Tensor(storage_, dtype_, {}, {}, position).cpu().item();
   return dispatch_dtype(dtype_, [&]<typename T>() -> double {
     const T* base = static_cast<const T*>(storage_->data());
     return static_cast<double>(static_cast<opmath_t<T>>(base[position]));
@@ -665,7 +707,9 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  std::memset(t.data_ptr(), 0, t.nbytes());  // all-zero bits are 0 in every dtype
+  // All-zero bits are 0 in every dtype.
+  if (device.is_cuda()) detail::cuda::zero_bytes(t.data_ptr(), t.nbytes(), device.index);
+  else std::memset(t.data_ptr(), 0, t.nbytes());
   return t;
 }
 

@@ -3,7 +3,13 @@
 ///
 /// Fresh memory is expensive to touch (the kernel maps each 4 KiB page on first write), so a
 /// library that asked the system for every result would time page faults, not its kernels.
-/// Like PyTorch's allocators, this one keeps freed blocks and hands them out again.
+/// Like PyTorch's allocators, this one keeps freed blocks and hands them out again. On a GPU the
+/// reason is stronger still: cudaMalloc and cudaFree synchronise the whole device, so a library
+/// that called them per tensor would serialise every op with the host.
+///
+/// Three caches share one implementation: pageable CPU memory, pinned (page-locked) CPU memory
+/// for fast copies to a GPU, and one per CUDA device. memory_allocated(Device::cpu()) counts
+/// pageable memory only; pinned blocks are accounted separately (pinned_memory_stats()).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -32,11 +38,15 @@ MemoryStats memory_stats(Device device = Device::cpu());
 /// Returns cached, unused blocks to the system (torch.cuda.empty_cache()).
 void empty_cache(Device device = Device::cpu());
 
+/// Counters of the pinned host memory cache.
+MemoryStats pinned_memory_stats();
+
 namespace detail {
-/// Allocates `nbytes` (64-byte aligned) on the CPU, from the cache when a block fits.
-void* cpu_allocate(size_t nbytes);
-/// Gives back a block that cpu_allocate(nbytes) returned.
-void cpu_free(void* ptr, size_t nbytes);
+/// Allocates `nbytes` on `device` (pinned host memory when `pinned`), from the cache when a
+/// block fits. CPU blocks are 64-byte aligned, CUDA blocks 256-byte aligned.
+void* allocate(size_t nbytes, Device device, bool pinned = false);
+/// Gives back a block that allocate(nbytes, device, pinned) returned.
+void deallocate(void* ptr, size_t nbytes, Device device, bool pinned = false);
 }  // namespace detail
 
 }  // namespace tiny

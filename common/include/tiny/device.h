@@ -1,6 +1,8 @@
 /// @file device.h
 /// @brief Where a tensor's memory lives: the CPU, or a CUDA device.
 #pragma once
+#include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 
@@ -43,6 +45,52 @@ int device_count();
 std::string device_name(int i = 0);
 /// True when this binary was compiled with the CUDA parts.
 bool compiled();
+/// RuntimeError with unavailable_reason() unless CUDA device `i` can be used.
+void require_device(int i = 0);
+
+/// What torch.cuda.get_device_properties(i) reports.
+struct DeviceProperties {
+  std::string name;             ///< the product name, "NVIDIA H200"
+  int major = 0;                ///< compute capability, major (9 for Hopper)
+  int minor = 0;                ///< compute capability, minor
+  int64_t total_memory = 0;     ///< bytes of device memory
+  int multi_processor_count = 0;  ///< streaming multiprocessors: the units that run blocks
+  int64_t l2_cache_size = 0;    ///< bytes of L2 cache
+  /// PyTorch's printed form: `_CudaDeviceProperties(name='...', major=9, minor=0,
+  /// total_memory=143167MB, multi_processor_count=132)`.
+  std::string str() const;
+};
+/// The properties of CUDA device `i`.
+DeviceProperties get_device_properties(int i = 0);
+
+/// Waits until every kernel and copy queued on device `i` has finished
+/// (torch.cuda.synchronize()). GPU calls return once the work is queued; a timer must call this
+/// before it reads the clock.
+void synchronize(int i = 0);
+
+/// A marker in the device's stream of work (torch.cuda.Event): record() puts it after the work
+/// queued so far; the GPU stamps it when it gets there. Two events time the work between them
+/// on the GPU's own clock, with no host round trip in the measurement.
+class Event {
+ public:
+  /// An event on the current device; RuntimeError without a device.
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  /// Marks the current end of the device's queue.
+  void record();
+  /// Waits until the GPU has reached this event.
+  void synchronize() const;
+  /// True when the GPU has passed this event (non-blocking).
+  bool query() const;
+  /// Milliseconds of GPU time from this event to `end` (both recorded and reached).
+  double elapsed_time(const Event& end) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 }  // namespace cuda
 
 }  // namespace tiny

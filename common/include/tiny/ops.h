@@ -87,6 +87,14 @@ Tensor triu(const Tensor& a, int64_t diagonal = 0);
 /// Keeps elements on and below the `diagonal`-th diagonal, zeroes the rest.
 Tensor tril(const Tensor& a, int64_t diagonal = 0);
 
+/// torch.set_float32_matmul_precision: "highest" (the default) keeps float32 matmuls in full
+/// float32; "high" (or "medium") lets a GPU run them on its TF32 tensor cores, which read each
+/// input with a 10-bit mantissa and accumulate in float32: several times faster, with float16's
+/// precision per product. The CPU path is unaffected.
+void set_float32_matmul_precision(const std::string& precision);
+/// The current setting: "highest" or "high".
+std::string float32_matmul_precision();
+
 /// Which implementation tiny::matmul uses on the CPU.
 enum class MatmulBackend {
   Blas,    ///< cblas_sgemm / cblas_dgemm from OpenBLAS (when the build found it)

@@ -33,8 +33,9 @@ using Strides = std::vector<int64_t>;
 /// the allocator when the last view of it is gone.
 class Storage {
  public:
-  /// Allocates `nbytes` on `device` (64-byte aligned, contents undefined).
-  Storage(size_t nbytes, Device device);
+  /// Allocates `nbytes` on `device` (contents undefined); `pinned` asks for page-locked host
+  /// memory, which a GPU can copy from while the host goes on (CPU only).
+  Storage(size_t nbytes, Device device, bool pinned = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -45,6 +46,8 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   /// Where the block lives.
   Device device() const { return device_; }
+  /// True for page-locked host memory.
+  bool pinned() const { return pinned_; }
   /// How many times the block was written in place; autograd checks it was not changed between
   /// saving a tensor for backward and using it.
   uint64_t version() const { return version_; }
@@ -55,6 +58,7 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
+  bool pinned_ = false;
   uint64_t version_ = 0;
 };
 
@@ -236,16 +240,29 @@ class Tensor {
   // ---- data -------------------------------------------------------------------------------
   /// A new tensor with the same values in fresh, contiguous memory.
   Tensor clone() const;
-  /// Copies `src` into this tensor's elements (broadcasting src, converting its dtype).
-  Tensor& copy_(const Tensor& src);
+  /// Copies `src` into this tensor's elements (broadcasting src, converting its dtype, and
+  /// moving it between devices; `non_blocking` as for to()).
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
   /// Sets every element to `value`.
   Tensor& fill_(Scalar value);
   /// Sets every element to 0.
   Tensor& zero_() { return fill_(0); }
   /// A copy converted to `dtype` (this tensor itself if it already has that dtype).
   Tensor to(DType dtype) const;
-  /// The tensor on `device` (this tensor itself if it is already there).
-  Tensor to(Device device) const;
+  /// The tensor on `device` (this tensor itself if it is already there). With `non_blocking`, a
+  /// copy between pinned host memory and a GPU is only queued: the call returns at once, the
+  /// GPU's later work on the result is ordered after it, but the host must synchronize before
+  /// it reads a result copied to the CPU.
+  Tensor to(Device device, bool non_blocking = false) const;
+  /// to(Device::cpu()).
+  Tensor cpu() const { return to(Device::cpu()); }
+  /// to(Device::cuda(index)).
+  Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  /// A copy in pinned (page-locked) host memory (this tensor itself if it is already pinned).
+  /// Needs a CUDA device, as in PyTorch: the driver is what locks the pages.
+  Tensor pin_memory() const;
+  /// True when the tensor's memory is pinned host memory.
+  bool is_pinned() const { return storage_ && storage_->pinned(); }
   /// The single element as a double; ValueError unless numel() == 1.
   double item() const;
   /// The single element converted to T.

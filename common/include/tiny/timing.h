@@ -1,26 +1,41 @@
 /// @file timing.h
-/// @brief Honest timing: warm up, repeat, take the median.
+/// @brief Honest timing: warm up, wait for the device before every clock reading, repeat, take
+/// the median.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <functional>
 #include <vector>
 
+#include "tiny/device.h"
+
 namespace tiny {
 
-/// Median seconds per call of `fn` over `trials` runs, after one warm-up call. (The CUDA
-/// chapter adds a device synchronisation before each clock reading.)
-inline double timed(const std::function<void()>& fn, int trials = 10) {
-  fn();  // warm up: first-touch page faults, caches, thread pools
+/// Median seconds per call of `fn` over `trials` runs, after one warm-up call, for work that
+/// runs on `device`. A GPU call returns when its work is queued, not done, so for a CUDA device
+/// the timer waits for the device (cuda::synchronize) after the warm-up and after every call,
+/// before it reads the clock; on the CPU the work is done when the call returns.
+inline double timed(const std::function<void()>& fn, Device device, int trials = 10) {
+  auto wait = [&] {
+    if (device.is_cuda()) cuda::synchronize(device.index);
+  };
+  fn();  // warm up: first-touch page faults, caches, thread pools, cuBLAS's kernel choice
+  wait();
   std::vector<double> seconds;
   seconds.reserve(trials);
   for (int i = 0; i < trials; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
+    wait();
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
+}
+
+/// timed(fn, Device::cpu(), trials): work that runs on the CPU.
+inline double timed(const std::function<void()>& fn, int trials = 10) {
+  return timed(fn, Device::cpu(), trials);
 }
 
 }  // namespace tiny

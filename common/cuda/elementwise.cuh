@@ -1,0 +1,148 @@
+// elementwise.cuh: the two loops every elementwise GPU kernel is built from, shared by unary.cu,
+// binary.cu and reduce.cu.
+//
+// An op is described by a small "kernel body" struct K with N operands (the output first):
+//   K::Values load(const int64_t (&off)[N]) const;   reads the inputs of one element
+//   void store(int64_t out_offset, const Values&) const;   computes it and writes the output
+// and launch() picks the loop. The loop's geometry is the CPU's: detail::coalesce drops size-1
+// dimensions and merges those contiguous in every operand, so a contiguous op (or one whose
+// inputs are broadcast scalars) is a single run of elements, and gets the fast loop: each
+// thread loads four elements, spaced a block apart so that a warp's loads are coalesced, before
+// computing any, which keeps enough reads in flight to approach the memory's bandwidth.
+// Anything else gets the general loop, which turns each element's linear index into per-operand
+// offsets by the same division the CPU's odometer does by counting.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "../src/internal.h"
+#include "cuda_check.h"
+
+namespace tiny::detail::cuda {
+
+constexpr int kThreads = 256;  // threads per block
+constexpr int kUnroll = 4;     // elements per thread in the contiguous loop
+constexpr int kMaxDims = 16;   // dimensions after coalescing
+
+/// The general loop's geometry: sizes outermost first, and each operand's step per dimension.
+template <int N> struct Geometry {
+  int ndim = 0;
+  int64_t sizes[kMaxDims];
+  int64_t steps[kMaxDims][N];
+
+  __device__ void offsets(int64_t linear, int64_t (&off)[N]) const {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t idx = linear % sizes[d];
+      linear /= sizes[d];
+#pragma unroll
+      for (int k = 0; k < N; ++k) off[k] += idx * steps[d][k];
+    }
+  }
+};
+
+/// Per-operand steps of a single run: 1 (walks the elements) or 0 (a broadcast value).
+template <int N> struct Steps {
+  int64_t step[N];
+};
+
+template <typename K>
+__global__ void __launch_bounds__(kThreads) contiguous_loop(K body, Steps<K::N> steps, int64_t n) {
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
+  typename K::Values v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t i = base + u * kThreads;
+    if (i < n) {
+      int64_t off[K::N];
+#pragma unroll
+      for (int k = 0; k < K::N; ++k) off[k] = i * steps.step[k];
+      v[u] = body.load(off);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t i = base + u * kThreads;
+    if (i < n) body.store(i, v[u]);
+  }
+}
+
+template <typename K>
+__global__ void __launch_bounds__(kThreads) general_loop(K body, Geometry<K::N> geometry, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  int64_t off[K::N];
+  geometry.offsets(i, off);
+  body.store(off[0], body.load(off));
+}
+
+/// Runs `body` over `shape`, operand k laid out with strides[k] (the output's first).
+template <typename K>
+void launch(const K& body, const Shape& shape, const std::array<Strides, K::N>& strides, int device) {
+  constexpr int N = K::N;
+  std::array<const Strides*, N> ptrs;
+  for (int k = 0; k < N; ++k) ptrs[k] = &strides[k];
+  const CoalescedLoop<N> loop = coalesce<N>(shape, ptrs);
+  if (loop.empty) return;
+  DeviceGuard guard(device);
+  const int64_t n = shape_numel(shape);
+  const size_t nd = loop.sizes.size();
+  bool single_run = nd <= 1 && (nd == 0 || loop.steps[0][0] == 1);
+  for (int k = 1; k < N && single_run && nd == 1; ++k)
+    single_run = loop.steps[0][k] == 0 || loop.steps[0][k] == 1;
+  if (single_run) {
+    Steps<N> steps{};
+    for (int k = 0; k < N; ++k) steps.step[k] = nd == 0 ? 0 : loop.steps[0][k];
+    const int64_t blocks = (n + kThreads * kUnroll - 1) / (kThreads * kUnroll);
+    contiguous_loop<K><<<static_cast<unsigned>(blocks), kThreads>>>(body, steps, n);
+  } else {
+    if (nd > static_cast<size_t>(kMaxDims))
+      throw RuntimeError("CUDA kernels take at most " + std::to_string(kMaxDims) +
+                         " non-mergeable dimensions; this op has " + std::to_string(nd));
+    Geometry<N> geometry;
+    geometry.ndim = static_cast<int>(nd);
+    for (size_t d = 0; d < nd; ++d) {
+      geometry.sizes[d] = loop.sizes[d];
+      for (int k = 0; k < N; ++k) geometry.steps[d][k] = loop.steps[d][k];
+    }
+    const int64_t blocks = (n + kThreads - 1) / kThreads;
+    general_loop<K><<<static_cast<unsigned>(blocks), kThreads>>>(body, geometry, n);
+  }
+  TINY_KERNEL_CHECK();
+}
+
+/// An input of a kernel: a pointer into device memory, or (for a 0-dim or single-element CPU
+/// tensor, PyTorch's "CPU scalar") a value passed with the launch.
+template <typename T> struct Input {
+  const T* ptr = nullptr;
+  opmath_t<T> value{};
+
+  __device__ opmath_t<T> load(int64_t offset) const {
+    return ptr ? static_cast<opmath_t<T>>(ptr[offset]) : value;
+  }
+};
+
+/// Makes the Input for tensor `t` of C++ element type T.
+template <typename T> Input<T> input_of(const Tensor& t) {
+  Input<T> in;
+  if (t.device().is_cuda()) {
+    in.ptr = static_cast<const T*>(t.data_ptr());
+  } else {
+    bool one_element = true;  // a single element, possibly broadcast (all strides 0)
+    for (int64_t d = 0; d < t.dim(); ++d) one_element &= t.size(d) == 1 || t.stride(d) == 0;
+    if (!one_element)
+      throw RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                         "devices, cuda and cpu!");
+    in.value = static_cast<opmath_t<T>>(*static_cast<const T*>(t.data_ptr()));
+  }
+  return in;
+}
+
+/// Strides of `t` for a loop over `shape`: broadcast ones, and 0 everywhere for a by-value scalar.
+inline Strides loop_strides(const Tensor& t, const Shape& shape) {
+  if (t.device().is_cpu()) return Strides(shape.size(), 0);
+  return broadcast_strides(t, shape);
+}
+
+}  // namespace tiny::detail::cuda
