@@ -99,7 +99,7 @@ inline ::testing::AssertionResult close(const Tensor& actual, const Tensor& expe
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << "shape " << format_tuple(actual.shape()) << " vs expected "
                                          << format_tuple(expected.shape());
-  const Tensor a = actual.to(kFloat64).contiguous(), e = expected.to(kFloat64).contiguous();
+  const Tensor a = actual.to(kFloat64).contiguous().cpu(), e = expected.to(kFloat64).contiguous().cpu();
   const double* pa = a.data<double>();
   const double* pe = e.data<double>();
   double worst = -1;
