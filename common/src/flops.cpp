@@ -6,7 +6,9 @@ namespace tiny {
 double promised_flop_per_sec(const std::string& device, DType dtype) {
   // Dense numbers (no structured sparsity), from NVIDIA's datasheets.
   const bool half = dtype == kBFloat16 || dtype == kFloat16;
-  if (device == "H100") {
+  // The H200 is an H100 with more and faster memory (141 GB of HBM3e at 4.8 TB/s): the same
+  // tensor cores, the same promises.
+  if (device == "H100" || device == "H200") {
     if (half) return 1979e12 / 2;  // the sheet's 1979 assumes 2:4 sparsity
     if (dtype == kFloat32) return 67.5e12;
   } else if (device == "A100") {

@@ -227,7 +227,14 @@ TINY_CLONES void convert_row(float* __restrict d, const BFloat16* __restrict s, 
 }  // namespace
 
 void copy_elements(const Tensor& dst, const Tensor& src) {
-  if (dst.device().is_cuda()) return cuda::unary<ops::Identity>(dst, src);
+  if (dst.device().is_cuda()) {
+    // The same bytes in the same order: the driver's copy, as PyTorch's copy_ does.
+    if (src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+        dst.is_contiguous() && src.shape() == dst.shape())
+      return cuda::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
+                              dst.nbytes(), true, false);
+    return cuda::unary<ops::Identity>(dst, src);
+  }
   dispatch_dtype(dst.dtype(), [&]<typename D>() {
     dispatch_dtype(src.dtype(), [&]<typename S>() {
       D* d = static_cast<D*>(dst.data_ptr());

@@ -43,7 +43,7 @@ struct Promise {
   double flop_per_sec; ///< dense peak, FLOP/s
 };
 
-/// The peak dense matmul FLOP/s a datasheet promises for `device` ("H100" or "A100") in
+/// The peak dense matmul FLOP/s a datasheet promises for `device` ("H100", "H200" or "A100") in
 /// `dtype` (float32, bfloat16, float16). The H100's sheet quotes 1979 TFLOP/s for bf16 with
 /// 2:4 structured sparsity; dense is half, 989.5. Throws for combinations it does not know.
 double promised_flop_per_sec(const std::string& device, DType dtype);
