@@ -8,8 +8,9 @@
 // must answer instead.
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <array>
 
+#include "internal.h"
 #include "test_util.h"
 #include "tiny/tiny.h"
 
@@ -71,6 +72,76 @@ TEST(CudaAbsent, EveryGpuRequestSaysWhy) {
   // The CPU path of the same helpers works.
   EXPECT_GE(timed([] { ones({8}).sum(); }, Device::cpu(), 3), 0.0);
   EXPECT_TRUE(equal(ones({3}).cpu(), ones({3})));
+}
+
+// ---- the cuBLAS call, checked on the CPU ------------------------------------------------------
+
+// cuBLAS's gemm as its documentation defines it, column-major: element (i, j) of X is at
+// X[i + j * ld], op(X) is X or its transpose, and C = op(A) op(B) is m x n with inner size k.
+static void column_major_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* A,
+                              int64_t lda, const double* B, int64_t ldb, double* C, int64_t ldc) {
+  auto at = [](const double* X, int64_t ld, bool t, int64_t i, int64_t j) { return t ? X[j + i * ld] : X[i + j * ld]; };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t l = 0; l < k; ++l) sum += at(A, lda, ta, i, l) * at(B, ldb, tb, l, j);
+      C[i + j * ldc] = sum;
+    }
+}
+
+// matmul.cu asks cuBLAS for C^T = B^T A^T with each operand's flag and leading dimension from
+// detail::blas_layout. Making that same call on a reference implementation of cuBLAS's contract
+// must give the row-major product, for every layout an operand can arrive in: this checks the
+// GPU path's one tricky piece of index math without a GPU.
+TEST(CublasCall, SwappedColumnMajorCallGivesTheRowMajorProduct) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t M = uniform_int(rng, 1, 6), K = uniform_int(rng, 1, 6), N = uniform_int(rng, 1, 6);
+    Tensor a = random_layout(rng, random_values(rng, {M, K}), kFloat64);
+    Tensor b = random_layout(rng, random_values(rng, {K, N}), kFloat64);
+    auto layout_of = [](Tensor& t) {
+      auto l = detail::blas_layout(t.size(0), t.size(1), t.stride(0), t.stride(1));
+      if (!l) {  // what matmul.cu does: pack it, then ask again
+        t = t.contiguous();
+        l = detail::blas_layout(t.size(0), t.size(1), t.stride(0), t.stride(1));
+      }
+      return *l;
+    };
+    const detail::BlasLayout la = layout_of(a), lb = layout_of(b);
+    Tensor c = empty({M, N}, kFloat64);
+    column_major_gemm(lb.transposed, la.transposed, N, M, K, b.data<double>(), lb.ld, a.data<double>(), la.ld,
+                      c.data<double>(), N);
+    ASSERT_TRUE(close(c, matmul(a, b), 1e-12, 1e-12))
+        << "a strides " << format_tuple(a.strides()) << ", b strides " << format_tuple(b.strides());
+  }
+}
+
+// The general elementwise kernel finds each element's operands by dividing its linear index
+// (detail::LoopGeometry). Checked here against the plain definition, the sum of index times
+// stride, on random layouts and broadcasts after the CPU's coalescing.
+TEST(KernelGeometry, OffsetsAreIndexTimesStride) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Shape shape = random_shape(rng, 5, 4);
+    const Tensor out = empty(shape);
+    const Tensor a = random_layout(rng, random_values(rng, shape), kFloat32);
+    const Tensor b = random_layout(rng, random_values(rng, broadcastable(rng, shape)), kFloat32);
+    const std::array<Strides, 3> strides = {out.strides(), detail::broadcast_strides(a, shape),
+                                            detail::broadcast_strides(b, shape)};
+    const auto loop = detail::coalesce<3>(shape, {&strides[0], &strides[1], &strides[2]});
+    if (loop.empty) continue;
+    const auto geometry = detail::LoopGeometry<3>::from(loop);
+    const auto indices = all_indices(shape);
+    for (size_t linear = 0; linear < indices.size(); ++linear) {
+      int64_t off[3];
+      geometry.offsets(static_cast<int64_t>(linear), off);
+      for (int k = 0; k < 3; ++k) {
+        int64_t expected = 0;
+        for (size_t d = 0; d < shape.size(); ++d) expected += indices[linear][d] * strides[k][d];
+        ASSERT_EQ(off[k], expected) << "operand " << k << ", element " << linear << " of " << format_tuple(shape);
+      }
+    }
+  }
 }
 
 // ---- memory ---------------------------------------------------------------------------------

@@ -9,8 +9,8 @@
 // inputs are broadcast scalars) is a single run of elements, and gets the fast loop: each
 // thread loads four elements, spaced a block apart so that a warp's loads are coalesced, before
 // computing any, which keeps enough reads in flight to approach the memory's bandwidth.
-// Anything else gets the general loop, which turns each element's linear index into per-operand
-// offsets by the same division the CPU's odometer does by counting.
+// Anything else gets the general loop, which finds each element's operands through
+// detail::LoopGeometry (internal.h, tested on the CPU).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -22,25 +22,6 @@ namespace tiny::detail::cuda {
 
 constexpr int kThreads = 256;  // threads per block
 constexpr int kUnroll = 4;     // elements per thread in the contiguous loop
-constexpr int kMaxDims = 16;   // dimensions after coalescing
-
-/// The general loop's geometry: sizes outermost first, and each operand's step per dimension.
-template <int N> struct Geometry {
-  int ndim = 0;
-  int64_t sizes[kMaxDims];
-  int64_t steps[kMaxDims][N];
-
-  __device__ void offsets(int64_t linear, int64_t (&off)[N]) const {
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      const int64_t idx = linear % sizes[d];
-      linear /= sizes[d];
-#pragma unroll
-      for (int k = 0; k < N; ++k) off[k] += idx * steps[d][k];
-    }
-  }
-};
 
 /// Per-operand steps of a single run: 1 (walks the elements) or 0 (a broadcast value).
 template <int N> struct Steps {
@@ -69,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) contiguous_loop(K body, Steps<K::N> 
 }
 
 template <typename K>
-__global__ void __launch_bounds__(kThreads) general_loop(K body, Geometry<K::N> geometry, int64_t n) {
+__global__ void __launch_bounds__(kThreads) general_loop(K body, LoopGeometry<K::N> geometry, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   int64_t off[K::N];
@@ -97,15 +78,7 @@ void launch(const K& body, const Shape& shape, const std::array<Strides, K::N>& 
     const int64_t blocks = (n + kThreads * kUnroll - 1) / (kThreads * kUnroll);
     contiguous_loop<K><<<static_cast<unsigned>(blocks), kThreads>>>(body, steps, n);
   } else {
-    if (nd > static_cast<size_t>(kMaxDims))
-      throw RuntimeError("CUDA kernels take at most " + std::to_string(kMaxDims) +
-                         " non-mergeable dimensions; this op has " + std::to_string(nd));
-    Geometry<N> geometry;
-    geometry.ndim = static_cast<int>(nd);
-    for (size_t d = 0; d < nd; ++d) {
-      geometry.sizes[d] = loop.sizes[d];
-      for (int k = 0; k < N; ++k) geometry.steps[d][k] = loop.steps[d][k];
-    }
+    const LoopGeometry<N> geometry = LoopGeometry<N>::from(loop);
     const int64_t blocks = (n + kThreads - 1) / kThreads;
     general_loop<K><<<static_cast<unsigned>(blocks), kThreads>>>(body, geometry, n);
   }

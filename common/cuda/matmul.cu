@@ -27,32 +27,22 @@ cublasHandle_t handle_for(int device) {
   return handles[device];
 }
 
-// How cuBLAS should read one row-major operand of `rows` x `cols` with strides (rs, cs), as the
-// column-major transpose it sees: untransposed when rows are contiguous (cs == 1), transposed
-// when columns are (rs == 1). False when neither holds (the caller copies it first).
-bool cublas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, cublasOperation_t& op, int64_t& ld) {
-  // A dimension of size 1 is never stepped along, so its stride may be anything; give it the
-  // value a packed layout would have.
-  if (rows == 1) rs = cols;
-  if (cols == 1) cs = 1;
-  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) { op = CUBLAS_OP_N; ld = rs; return true; }
-  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) { op = CUBLAS_OP_T; ld = cs; return true; }
-  return false;
-}
-
 struct Operand {
   Tensor t;  // keeps a copy alive until the call is queued
   cublasOperation_t op = CUBLAS_OP_N;
   int64_t ld = 1, batch_stride = 0;
 };
 
+// How cuBLAS reads one operand (detail::blas_layout), packing it first when it must.
 Operand prepare(const Tensor& t) {
   Operand o{t};
-  const int64_t rows = t.size(1), cols = t.size(2);
-  if (!cublas_layout(rows, cols, t.stride(1), t.stride(2), o.op, o.ld)) {
+  auto layout = blas_layout(t.size(1), t.size(2), t.stride(1), t.stride(2));
+  if (!layout) {
     o.t = t.contiguous();
-    cublas_layout(rows, cols, o.t.stride(1), o.t.stride(2), o.op, o.ld);
+    layout = blas_layout(t.size(1), t.size(2), o.t.stride(1), o.t.stride(2));
   }
+  o.op = layout->transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  o.ld = layout->ld;
   o.batch_stride = o.t.size(0) == 1 ? 0 : o.t.stride(0);
   return o;
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -86,6 +87,41 @@ CoalescedLoop<N> coalesce(const Shape& shape, const std::array<const Strides*, N
   return loop;
 }
 
+/// The same loop for a GPU, where each thread handles one element and must find its operands
+/// without walking: the element's linear index (row-major over the coalesced sizes) is split
+/// into one index per dimension by division, innermost first, and each operand's offset is the
+/// sum of index times step. Plain arrays, so it travels to a kernel as an argument.
+template <int N> struct LoopGeometry {
+  static constexpr int kMaxDims = 16;  ///< dimensions left after coalescing
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t steps[kMaxDims][N] = {};
+
+  /// The geometry of a coalesced loop; RuntimeError beyond kMaxDims dimensions.
+  static LoopGeometry from(const CoalescedLoop<N>& loop) {
+    if (loop.sizes.size() > static_cast<size_t>(kMaxDims))
+      throw RuntimeError("CUDA kernels take at most " + std::to_string(kMaxDims) +
+                         " non-mergeable dimensions; this op has " + std::to_string(loop.sizes.size()));
+    LoopGeometry g;
+    g.ndim = static_cast<int>(loop.sizes.size());
+    for (int d = 0; d < g.ndim; ++d) {
+      g.sizes[d] = loop.sizes[d];
+      for (int k = 0; k < N; ++k) g.steps[d][k] = loop.steps[d][k];
+    }
+    return g;
+  }
+
+  /// Each operand's offset (in elements) for the element with row-major index `linear`.
+  TINY_HD void offsets(int64_t linear, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t idx = linear % sizes[d];
+      linear /= sizes[d];
+      for (int k = 0; k < N; ++k) off[k] += idx * steps[d][k];
+    }
+  }
+};
+
 /// Walks N operands that share one shape, row by row. Size-1 dimensions are dropped and
 /// dimensions that are contiguous in every operand merged, so a contiguous op becomes one long
 /// row. For each row, calls row(n, offsets, steps): n elements, each operand starting at
@@ -145,6 +181,27 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strid
       counter[d] = 0;
     }
   }
+}
+
+/// How a BLAS can read a row-major `rows` x `cols` matrix whose element (i, j) is at
+/// i * rs + j * cs: as stored (`transposed` false: rows contiguous, leading dimension rs), or as
+/// the transpose of a matrix stored the other way (`transposed` true: columns contiguous, leading
+/// dimension cs). Nothing when neither holds; the caller packs the matrix first. A size-1
+/// dimension is never stepped along, so its stride is taken to be what a packed layout has.
+///
+/// The same answer serves OpenBLAS's row-major interface and cuBLAS's column-major one: cuBLAS
+/// sees a row-major matrix as its transpose, so C = A B is asked of it as C^T = B^T A^T, with the
+/// operands swapped and each one's flag and leading dimension exactly as computed here.
+struct BlasLayout {
+  bool transposed = false;
+  int64_t ld = 1;
+};
+inline std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (rows == 1) rs = std::max<int64_t>(cols, 1);
+  if (cols == 1) cs = 1;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return BlasLayout{false, rs};
+  if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return BlasLayout{true, cs};
+  return std::nullopt;
 }
 
 /// Copies `src` into `dst` element by element (same shape; any strides and dtypes).

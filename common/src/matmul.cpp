@@ -73,13 +73,15 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> 
 }
 
 #ifdef TINY_HAS_OPENBLAS
-// A BLAS reads a matrix either row by row (column stride 1) or column by column (row stride 1,
-// "transposed"); anything else is copied into rows first.
+// A BLAS reads a matrix either row by row or column by column (detail::blas_layout); anything
+// else is copied into rows first.
 template <typename T> bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t cols,
                                        CBLAS_TRANSPOSE& trans, int64_t& ld) {
-  if (m.cs == 1 && m.rs >= std::max<int64_t>(cols, 1)) { trans = CblasNoTrans; ld = m.rs; return true; }
-  if (m.rs == 1 && m.cs >= std::max<int64_t>(rows, 1)) { trans = CblasTrans; ld = m.cs; return true; }
-  return false;
+  const auto layout = detail::blas_layout(rows, cols, m.rs, m.cs);
+  if (!layout) return false;
+  trans = layout->transposed ? CblasTrans : CblasNoTrans;
+  ld = layout->ld;
+  return true;
 }
 
 template <typename T>
