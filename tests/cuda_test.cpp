@@ -257,7 +257,8 @@ TEST(CudaOps, BinaryOpsMatchTheCpu) {
         const Tensor cpu = c.op(x, y), gpu = c.op(gx, gy);
         ASSERT_EQ(gpu.device(), kGpu);
         ASSERT_EQ(gpu.dtype(), cpu.dtype());
-        if (c.exact) ASSERT_TRUE(equal(gpu.cpu(), cpu));
+        // Integer inputs of 0 make 0 / 0 = NaN on both devices: close() counts two NaNs as equal.
+        if (c.exact) ASSERT_TRUE(close(gpu, cpu, 0, 0));
         else ASSERT_TRUE(close(gpu, cpu, 0, 4 * eps_of(cpu.dtype())));
       }
     }
@@ -335,12 +336,13 @@ TEST(CudaReduce, SumMeanMaxMatchTheCpu) {
       const Tensor c = (dt == kBool ? v > 0.0 : (v * 5.0).to(dt));
       const Tensor g = on_gpu(rng, c, dt);
       // Both devices add in float64 (int64 for integers); only the order differs, so the
-      // results agree to float64 rounding before the final rounding to dtype.
-      const double tol = is_floating(dt) ? eps_of(dt) : 0;
-      ASSERT_TRUE(close(g.sum(), c.sum(), 1e-12, tol));
-      ASSERT_TRUE(close(g.sum(dims, keepdim), c.sum(dims, keepdim), 1e-12, tol));
+      // results agree to float64 rounding (absolute, when a sum cancels to near zero) before
+      // the final rounding to dtype. Integer sums are exact.
+      const double tol = is_floating(dt) ? eps_of(dt) : 0, atol = is_floating(dt) ? 1e-9 : 0;
+      ASSERT_TRUE(close(g.sum(), c.sum(), atol, tol));
+      ASSERT_TRUE(close(g.sum(dims, keepdim), c.sum(dims, keepdim), atol, tol));
       if (is_floating(dt)) {
-        ASSERT_TRUE(close(g.mean(dims, keepdim), c.mean(dims, keepdim), 1e-12, tol));
+        ASSERT_TRUE(close(g.mean(dims, keepdim), c.mean(dims, keepdim), atol, tol));
       }
       if (c.numel() > 0) {
         ASSERT_TRUE(equal(g.max().cpu(), c.max()));
@@ -400,7 +402,8 @@ TEST(CudaMatmul, EveryFloatTypeAgainstAFloat64Reference) {
 TEST(CudaMatmul, Tf32IsAnExplicitChoice) {
   TINY_REQUIRE_CUDA();
   TINY_SEEDED(rng);
-  const Tensor a = random_values(rng, {256, 512}), b = random_values(rng, {512, 256});
+  // Large enough that cuBLAS takes its tensor-core kernels.
+  const Tensor a = random_values(rng, {512, 1024}), b = random_values(rng, {1024, 512});
   const Tensor ref = matmul(a, b);
   const Tensor ga = a.to(kFloat32).cuda(), gb = b.to(kFloat32).cuda();
   EXPECT_EQ(float32_matmul_precision(), "highest");

@@ -134,9 +134,13 @@ void* device_malloc(size_t nbytes, int device) {
   return p;
 }
 
+// Frees run inside destructors, where an exception would end the program; a failure there
+// (the runtime already torn down at exit, say) is cleared and ignored, as PyTorch does.
 void device_free(void* ptr, int device) {
-  DeviceGuard guard(device);
-  TINY_CUDA_CHECK(cudaFree(ptr));
+  int previous = 0;
+  cudaGetDevice(&previous);
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess) cudaGetLastError();
+  cudaSetDevice(previous);
 }
 
 namespace {
@@ -185,8 +189,13 @@ void pinned_wait_idle(void*) {
 }
 
 void pinned_free(void* ptr) {
-  pinned_wait_idle(ptr);
-  TINY_CUDA_CHECK(cudaFreeHost(ptr));
+  {
+    auto& p = pending();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    for (cudaEvent_t e : p.last)
+      if (e) cudaEventSynchronize(e);  // errors ignored, as in device_free
+  }
+  if (cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
 }
 
 // ---- copies ------------------------------------------------------------------------------------
