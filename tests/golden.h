@@ -1,4 +1,5 @@
-// golden.h: runs a chapter's executable and compares its output with tests/golden/<name>.txt.
+// golden.h: runs a chapter's executable (or reads the run ctest made of it) and compares its
+// output with tests/golden/<name>.txt.
 //
 // A golden file holds the exact expected output. Where the machine decides part of a line (a
 // timing, a throughput), that part is written as {{regex}}, and the rest of the line must still
@@ -6,8 +7,11 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -18,8 +22,18 @@ namespace tiny::testing {
 
 struct ProgramOutput {
   std::string out;
+  // The program's exit code; 128 + N when signal N ended it; -1 when it could not be run (or, in
+  // ctest's run, ended otherwise: the output's last line says how).
   int status = -1;
 };
+
+// A wait status (what pclose returns) as the exit code a shell would show.
+inline int exit_code(int wait_status) {
+  if (wait_status == -1) return -1;
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return -1;
+}
 
 inline ProgramOutput run_program(const std::string& command) {
   ProgramOutput r;
@@ -29,7 +43,7 @@ inline ProgramOutput run_program(const std::string& command) {
   std::array<char, 4096> buf;
   size_t n;
   while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  r.status = pclose(pipe);
+  r.status = exit_code(pclose(pipe));
   return r;
 }
 
@@ -85,10 +99,36 @@ inline std::string golden_path(const std::string& chapter) {
 }
 
 #ifdef TINY_CHAPTER_EXE
-// The output of this suite's chapter, run once.
+// The chapter's run that ctest made (the test chNN_topic.run, tests/run_chapter.cmake): its output
+// and exit status, when both files are there and the run is not older than the executable.
+inline bool read_chapter_run(ProgramOutput& r) {
+#ifdef TINY_CHAPTER_OUTPUT
+  namespace fs = std::filesystem;
+  const fs::path text = std::string(TINY_CHAPTER_OUTPUT) + ".txt";
+  const fs::path status = std::string(TINY_CHAPTER_OUTPUT) + ".status";
+  std::error_code e1, e2;
+  const auto ran = fs::last_write_time(status, e1);
+  const auto built = fs::last_write_time(TINY_CHAPTER_EXE, e2);
+  if (e1 || e2 || ran < built) return false;
+  std::ifstream status_file(status), text_file(text, std::ios::binary);
+  if (!(status_file >> r.status) || !text_file) return false;
+  std::stringstream ss;
+  ss << text_file.rdbuf();
+  r.out = ss.str();
+  return true;
+#else
+  (void)r;
+  return false;
+#endif
+}
+
+// The output of this suite's chapter: the run ctest made once for all of the chapter's tests, or,
+// when there is none or it predates the executable (the test program run by hand), a run of its
+// own, once per process.
 inline const ProgramOutput& chapter_output() {
   static const ProgramOutput r = [] {
-    ProgramOutput out = run_program(TINY_CHAPTER_EXE);
+    ProgramOutput out;
+    if (!read_chapter_run(out)) out = run_program(TINY_CHAPTER_EXE);
     // A chapter that fails says why on its last line; put that in the test's log.
     if (out.status != 0) std::printf("the chapter exited with status %d; its output:\n%s\n", out.status, out.out.c_str());
     return out;
