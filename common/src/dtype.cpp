@@ -5,39 +5,33 @@ namespace tiny {
 
 size_t element_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Float16: return 2;
-    case DType::BFloat16: return 2;
-    case DType::Int32: return 4;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
+#define TINY_DTYPE_SIZE(NAME, CPP, STR, LEGACY, RANK) \
+  case DType::NAME:                                   \
+    return sizeof(CPP);
+    TINY_FORALL_DTYPES(TINY_DTYPE_SIZE)
+#undef TINY_DTYPE_SIZE
   }
   return 0;
 }
 
 const char* dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
+#define TINY_DTYPE_NAME(NAME, CPP, STR, LEGACY, RANK) \
+  case DType::NAME:                                   \
+    return STR;
+    TINY_FORALL_DTYPES(TINY_DTYPE_NAME)
+#undef TINY_DTYPE_NAME
   }
   return "?";
 }
 
 const char* dtype_legacy_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-    case DType::Float16: return "Half";
-    case DType::BFloat16: return "BFloat16";
-    case DType::Int32: return "Int";
-    case DType::Int64: return "Long";
-    case DType::Bool: return "Bool";
+#define TINY_DTYPE_LEGACY(NAME, CPP, STR, LEGACY, RANK) \
+  case DType::NAME:                                     \
+    return LEGACY;
+    TINY_FORALL_DTYPES(TINY_DTYPE_LEGACY)
+#undef TINY_DTYPE_LEGACY
   }
   return "?";
 }
@@ -48,25 +42,27 @@ bool is_floating(DType d) {
 
 bool is_integral(DType d) { return d == kInt32 || d == kInt64; }
 
+namespace {
+int promotion_rank(DType dtype) {
+  switch (dtype) {
+#define TINY_DTYPE_RANK(NAME, CPP, STR, LEGACY, RANK) \
+  case DType::NAME:                                   \
+    return RANK;
+    TINY_FORALL_DTYPES(TINY_DTYPE_RANK)
+#undef TINY_DTYPE_RANK
+  }
+  return 0;
+}
+}  // namespace
+
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
-  // The two 16-bit floats trade range for precision in opposite directions; neither holds the
-  // other, so they meet in float32.
-  if ((a == kFloat16 && b == kBFloat16) || (a == kBFloat16 && b == kFloat16)) return kFloat32;
+  const int ra = promotion_rank(a), rb = promotion_rank(b);
+  // Two different types of one rank (float16 and bfloat16) trade range for precision in opposite
+  // directions; neither holds the other, so they meet in float32.
+  if (ra == rb) return kFloat32;
   // Otherwise the types form a chain, and the result is the higher of the two.
-  auto rank = [](DType d) {
-    switch (d) {
-      case DType::Bool: return 0;
-      case DType::Int32: return 1;
-      case DType::Int64: return 2;
-      case DType::Float16: return 3;
-      case DType::BFloat16: return 3;
-      case DType::Float32: return 4;
-      case DType::Float64: return 5;
-    }
-    return 0;
-  };
-  return rank(a) >= rank(b) ? a : b;
+  return ra > rb ? a : b;
 }
 
 FloatFormat float_format(DType dtype) {

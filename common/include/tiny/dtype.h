@@ -12,8 +12,27 @@
 
 namespace tiny {
 
+/// Every dtype, in one list: X(Name, C++ type, PyTorch's name, PyTorch's legacy name, promotion
+/// rank). Everything below that depends on the set of dtypes (the enum, names, sizes, the C++
+/// type of each, dispatch, promotion) is generated from it, so adding a storage dtype is one line
+/// here plus, where it needs one, a conversion. The rank orders the types for promotion: a
+/// higher rank holds every value of a lower one, except that float16 and bfloat16 share a rank
+/// (neither holds the other; they meet in float32).
+#define TINY_FORALL_DTYPES(X)                     \
+  X(Float32, float, "float32", "Float", 4)        \
+  X(Float64, double, "float64", "Double", 5)      \
+  X(Float16, Half, "float16", "Half", 3)          \
+  X(BFloat16, BFloat16, "bfloat16", "BFloat16", 3) \
+  X(Int32, int32_t, "int32", "Int", 1)            \
+  X(Int64, int64_t, "int64", "Long", 2)           \
+  X(Bool, bool, "bool", "Bool", 0)
+
 /// The element types a tensor can hold.
-enum class DType : uint8_t { Float32, Float64, Float16, BFloat16, Int32, Int64, Bool };
+enum class DType : uint8_t {
+#define TINY_DTYPE_ENUM(NAME, CPP, STR, LEGACY, RANK) NAME,
+  TINY_FORALL_DTYPES(TINY_DTYPE_ENUM)
+#undef TINY_DTYPE_ENUM
+};
 
 inline constexpr DType kFloat32 = DType::Float32;    ///< torch.float32, the default float type
 inline constexpr DType kFloat64 = DType::Float64;    ///< torch.float64
@@ -24,8 +43,11 @@ inline constexpr DType kInt64 = DType::Int64;        ///< torch.int64, the defau
 inline constexpr DType kBool = DType::Bool;          ///< torch.bool
 
 /// Every dtype, in declaration order (for tables and tests).
-inline constexpr DType kAllDTypes[] = {kFloat32, kFloat64, kFloat16, kBFloat16,
-                                       kInt32,   kInt64,   kBool};
+inline constexpr DType kAllDTypes[] = {
+#define TINY_DTYPE_VALUE(NAME, CPP, STR, LEGACY, RANK) DType::NAME,
+    TINY_FORALL_DTYPES(TINY_DTYPE_VALUE)
+#undef TINY_DTYPE_VALUE
+};
 
 /// Bytes per element: 4, 8, 2, 2, 4, 8, 1.
 size_t element_size(DType dtype);
@@ -47,34 +69,24 @@ FInfo finfo(DType dtype);
 /// Prints "torch.float32" and so on, as Python prints a dtype.
 std::ostream& operator<<(std::ostream& os, DType dtype);
 
-/// The C++ type that stores one element of each dtype.
+/// The C++ type that stores one element of each dtype: `dtype_cpp<kFloat16>::type` is Half.
 template <DType D> struct dtype_cpp;
-/// Float32 elements are stored as `float`.
-template <> struct dtype_cpp<DType::Float32> { using type = float; /**< the C++ type */ };
-/// Float64 elements are stored as `double`.
-template <> struct dtype_cpp<DType::Float64> { using type = double; /**< the C++ type */ };
-/// Float16 elements are stored as `Half`.
-template <> struct dtype_cpp<DType::Float16> { using type = Half; /**< the C++ type */ };
-/// BFloat16 elements are stored as `BFloat16`.
-template <> struct dtype_cpp<DType::BFloat16> { using type = BFloat16; /**< the C++ type */ };
-/// Int32 elements are stored as `int32_t`.
-template <> struct dtype_cpp<DType::Int32> { using type = int32_t; /**< the C++ type */ };
-/// Int64 elements are stored as `int64_t`.
-template <> struct dtype_cpp<DType::Int64> { using type = int64_t; /**< the C++ type */ };
-/// Bool elements are stored as `bool`.
-template <> struct dtype_cpp<DType::Bool> { using type = bool; /**< the C++ type */ };
+/// The dtype whose elements are the C++ type T (undefined for other types).
+template <typename T> struct dtype_of_cpp;
+/// \cond INTERNAL
+#define TINY_DTYPE_CPP(NAME, CPP, STR, LEGACY, RANK)             \
+  template <> struct dtype_cpp<DType::NAME> {                    \
+    using type = CPP;                                            \
+  };                                                             \
+  template <> struct dtype_of_cpp<CPP> {                         \
+    static constexpr DType value = DType::NAME;                  \
+  };
+TINY_FORALL_DTYPES(TINY_DTYPE_CPP)
+#undef TINY_DTYPE_CPP
+/// \endcond
 
-/// The dtype whose elements are the C++ type T.
-template <typename T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return kFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return kBFloat16;
-  else if constexpr (std::is_same_v<T, int32_t>) return kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return kInt64;
-  else if constexpr (std::is_same_v<T, bool>) return kBool;
-  else static_assert(sizeof(T) == 0, "no dtype for this C++ type");
-}
+/// The dtype whose elements are the C++ type T: `dtype_of<float>()` is kFloat32.
+template <typename T> constexpr DType dtype_of() { return dtype_of_cpp<T>::value; }
 
 /// The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
 template <typename T>
@@ -84,13 +96,11 @@ using opmath_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T,
 /// where a runtime dtype becomes a compile-time type.
 template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Float16: return f.template operator()<Half>();
-    case DType::BFloat16: return f.template operator()<BFloat16>();
-    case DType::Int32: return f.template operator()<int32_t>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Bool: return f.template operator()<bool>();
+#define TINY_DTYPE_CASE(NAME, CPP, STR, LEGACY, RANK) \
+  case DType::NAME:                                   \
+    return f.template operator()<CPP>();
+    TINY_FORALL_DTYPES(TINY_DTYPE_CASE)
+#undef TINY_DTYPE_CASE
   }
   throw RuntimeError("unknown dtype");
 }
