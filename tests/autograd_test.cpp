@@ -84,6 +84,12 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
       {"x * 2.5 + 1", [](auto& v) { return v[0] * 2.5 + 1; }, false},
       {"1 / x", [](auto& v) { return 1.0 / v[0]; }, true},
       {"x * x", [](auto& v) { return v[0] * v[0]; }, false},
+      {"square", [](auto& v) { return square(v[0]); }, false},
+      {"reciprocal", [](auto& v) { return reciprocal(v[0]); }, true},
+      // Random inputs land within h of a bound with probability ~1e-6: the kinks are not probed.
+      {"clamp", [](auto& v) { return clamp(v[0], -0.7, 0.9); }, false},
+      {"clamp_min", [](auto& v) { return clamp_min(v[0], 0.3); }, false},
+      {"clamp_max", [](auto& v) { return clamp_max(v[0], 0.3); }, false},
   };
   for (const auto& c : unary)
     for (int trial = 0; trial < 3; ++trial)
@@ -97,6 +103,10 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
       {"maximum", [](auto& v) { return maximum(v[0], v[1]); }, false},
       {"minimum", [](auto& v) { return minimum(v[0], v[1]); }, false},
       {"where", [](auto& v) { return where(gt(v[0], v[1]), v[0] * 3, v[1]); }, false},
+      {"add alpha", [](auto& v) { return add(v[0], v[1], 2.5); }, false},
+      {"sub alpha", [](auto& v) { return sub(v[0], v[1], -0.5); }, false},
+      {"lerp 0.3", [](auto& v) { return lerp(v[0], v[1], 0.3); }, false},
+      {"lerp 0.8", [](auto& v) { return lerp(v[0], v[1], 0.8); }, false},
   };
   for (const auto& c : binary)
     for (int trial = 0; trial < 4; ++trial) {
@@ -108,6 +118,22 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
       if (!sb.empty() && uniform_int(rng, 0, 1)) sb.erase(sb.begin());
       ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, sa, c.positive), input(rng, sb, c.positive)}))
           << c.name << " " << format_tuple(sa) << " with " << format_tuple(sb);
+    }
+  const std::vector<Case> ternary = {
+      {"lerp", [](auto& v) { return lerp(v[0], v[1], v[2]); }, false},
+      {"addcmul", [](auto& v) { return addcmul(v[0], v[1], v[2], 0.7); }, false},
+      {"addcdiv", [](auto& v) { return addcdiv(v[0], v[1], v[2], -1.5); }, true},
+  };
+  for (const auto& c : ternary)
+    for (int trial = 0; trial < 4; ++trial) {
+      Shape full = random_shape(rng, 3, 4);
+      std::vector<Tensor> in;
+      for (int k = 0; k < 3; ++k) {
+        Shape s = full;
+        for (auto& d : s) if (uniform_int(rng, 0, 3) == 0) d = 1;
+        in.push_back(input(rng, s, c.positive));
+      }
+      ASSERT_TRUE(gradients_match(rng, c.f, in)) << c.name;
     }
 }
 

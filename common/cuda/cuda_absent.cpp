@@ -47,15 +47,14 @@ void pinned_free(void*) {}
 void pinned_wait_idle(void*) {}
 void copy_bytes(void*, Device, const void*, Device, size_t, bool, bool) { tiny::cuda::require_device(0); }
 void zero_bytes(void*, size_t, int device) { tiny::cuda::require_device(device); }
-template <typename Op> void unary(const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
-template <typename Op> void binary(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
-#define TINY_INSTANTIATE(NAME) template void unary<ops::NAME>(const Tensor&, const Tensor&);
-TINY_UNARY_OPS(TINY_INSTANTIATE)
-#undef TINY_INSTANTIATE
+template <typename Op> void elementwise(const Tensor&, const Tensor* const*, const ops::Scalars&) {
+  tiny::cuda::require_device(0);
+}
 #define TINY_INSTANTIATE(NAME) \
-  template void binary<ops::NAME>(const Tensor&, const Tensor&, const Tensor&);
-TINY_BINARY_OPS(TINY_INSTANTIATE)
+  template void elementwise<ops::NAME>(const Tensor&, const Tensor* const*, const ops::Scalars&);
+TINY_ELEMENTWISE_OPS(TINY_INSTANTIATE)
 #undef TINY_INSTANTIATE
+void convert_tensor(const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
 void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
 void sum_rows(const Tensor&, const Tensor&, double) { tiny::cuda::require_device(0); }
 void max_rows(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }

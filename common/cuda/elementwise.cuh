@@ -1,5 +1,6 @@
-// elementwise.cuh: the two loops every elementwise GPU kernel is built from, shared by unary.cu,
-// binary.cu and reduce.cu.
+// elementwise.cuh: the two loops every elementwise GPU kernel is built from, and the kernel body
+// of every elementwise op (ElementwiseBody); shared by unary.cu, binary.cu, ternary.cu and
+// reduce.cu.
 //
 // An op is described by a small "kernel body" struct K with N operands (the output first):
 //   K::Values load(const int64_t (&off)[N]) const;   reads the inputs of one element
@@ -14,7 +15,9 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
+#include "../src/cuda_backend.h"
 #include "../src/internal.h"
 #include "cuda_check.h"
 
@@ -117,5 +120,61 @@ inline Strides loop_strides(const Tensor& t, const Shape& shape) {
   if (t.device().is_cpu()) return Strides(shape.size(), 0);
   return broadcast_strides(t, shape);
 }
+
+template <typename T> constexpr bool kIsFloat =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+/// The body of elementwise op Op (elementwise_ops.h) with In-typed inputs and an Out-typed
+/// output: the same call operator the CPU loops run.
+template <typename Out, typename In, typename Op> struct ElementwiseBody {
+  static constexpr int A = Op::arity;
+  static constexpr int N = A + 1;
+  struct Values {
+    opmath_t<In> v[A];
+  };
+  Out* out;
+  Input<In> in[A];
+  Op op;
+  __device__ Values load(const int64_t (&off)[N]) const {
+    Values x;
+#pragma unroll
+    for (int k = 0; k < A; ++k) x.v[k] = in[k].load(off[k + 1]);
+    return x;
+  }
+  __device__ void store(int64_t offset, const Values& x) const {
+    if constexpr (A == 1) out[offset] = convert<Out>(op(x.v[0]));
+    else if constexpr (A == 2) out[offset] = convert<Out>(op(x.v[0], x.v[1]));
+    else out[offset] = convert<Out>(op(x.v[0], x.v[1], x.v[2]));
+  }
+};
+
+template <typename Op> void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
+  constexpr int A = Op::arity;
+  const Shape& shape = out.shape();
+  std::array<Strides, A + 1> strides;
+  strides[0] = out.strides();
+  for (int k = 0; k < A; ++k) strides[k + 1] = loop_strides(*inputs[k], shape);
+  dispatch_dtype(inputs[0]->dtype(), [&]<typename T>() {
+    constexpr bool compiled = Op::types == ops::Types::All ||
+                              (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) || kIsFloat<T>;
+    if constexpr (compiled) {
+      // Comparisons give bool; everything else keeps the compute dtype.
+      using M = opmath_t<T>;
+      using Out = std::conditional_t<std::is_same_v<decltype(Op{}.math(M{})), bool>, bool, T>;
+      if (out.dtype() != dtype_of<Out>()) throw RuntimeError("elementwise kernel: unexpected output dtype");
+      ElementwiseBody<Out, T, Op> body{};
+      body.out = static_cast<Out*>(out.data_ptr());
+      for (int k = 0; k < A; ++k) body.in[k] = input_of<T>(*inputs[k]);
+      body.op.p = scalars;
+      launch(body, shape, strides, out.device().index);
+    } else {
+      throw TypeError(std::string("elementwise kernel not compiled for '") + dtype_legacy_name(inputs[0]->dtype()) + "'");
+    }
+  });
+}
+
+/// Instantiates the CUDA kernel of op struct NAME.
+#define TINY_CUDA_INSTANTIATE(NAME) \
+  template void elementwise<ops::NAME>(const Tensor&, const Tensor* const*, const ops::Scalars&);
 
 }  // namespace tiny::detail::cuda

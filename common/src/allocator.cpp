@@ -22,13 +22,14 @@
 #include <new>
 #include <vector>
 
+#include "backend.h"
 #include "cuda_backend.h"
 #include "tiny/error.h"
 
 namespace tiny {
 namespace {
 
-constexpr size_t kAlignment = 64;  // a cache line, and AVX-512's vector width
+constexpr size_t kAlignment = 64;  // a cache line, AVX-512's vector width, and the CPU backend's alignment
 
 // PyTorch accounts allocations in multiples of 512 bytes; so do we, so that the numbers of
 // memory_allocated() mean the same thing.
@@ -56,18 +57,10 @@ struct Source {
   bool pinned = false;
   size_t max_cached = ~size_t(0);  // beyond this many cached bytes, freed blocks go back
 
-  void* obtain(size_t nbytes) const {
-    if (device.is_cuda()) return detail::cuda::device_malloc(nbytes, device.index);
-    if (pinned) return detail::cuda::pinned_malloc(nbytes);
-    return std::aligned_alloc(kAlignment, nbytes);
-  }
-  void release(void* p) const {
-    if (device.is_cuda()) detail::cuda::device_free(p, device.index);
-    else if (pinned) detail::cuda::pinned_free(p);
-    else std::free(p);
-  }
+  void* obtain(size_t nbytes) const { return detail::backend(device).allocate(nbytes, device.index, pinned); }
+  void release(void* p) const { detail::backend(device).release(p, device.index, pinned); }
   std::string out_of_memory(size_t nbytes) const {
-    if (device.is_cuda())
+    if (!device.is_cpu())
       return "CUDA out of memory. Tried to allocate " + human_bytes(nbytes) + " (GPU " +
              std::to_string(device.index) + ")";
     return std::string(pinned ? "pinned " : "") + "CPU out of memory: tried to allocate " +

@@ -87,23 +87,19 @@ class AccumulateGrad : public Node {
 // gradient) its AccumulateGrad, created once and shared by every use of the leaf.
 Edge edge_for(const Tensor& t) {
   if (!t.requires_grad()) return {};
-  if (auto fn = t.grad_fn()) return {fn, 0};
+  if (auto fn = t.grad_fn()) return {fn};
   AutogradMeta& meta = t.ensure_autograd_meta();
   auto acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.autograd_meta(), t.shape(), t.dtype());
     meta.grad_accumulator = acc;
   }
-  return {acc, 0};
+  return {acc};
 }
 
 }  // namespace
 
 // ---- Node ---------------------------------------------------------------------------------------
-
-struct NodeAccess {
-  static std::vector<Edge>& next(Node& n) { return n.next_; }
-};
 
 Node::Node(std::string name, std::vector<Edge> next, double forward_flops, double backward_flops)
     : name_(std::move(name)),
@@ -123,9 +119,9 @@ Node::~Node() {
     std::shared_ptr<Node> n = std::move(pending.back());
     pending.pop_back();
     if (n.use_count() == 1) {  // we hold the last reference: it dies at the end of this loop
-      for (Edge& e : NodeAccess::next(*n))
+      for (Edge& e : n->next_)
         if (e.fn) pending.push_back(std::move(e.fn));
-      NodeAccess::next(*n).clear();
+      n->next_.clear();
     }
   }
 }
@@ -230,6 +226,12 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   meta.requires_grad = true;
   meta.grad_fn = std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
                                                 std::move(backward), std::move(shapes), std::move(dtypes));
+}
+
+Tensor record_view(Tensor out, const Tensor& in, const char* name, std::function<Tensor(const Tensor&)> back) {
+  if (should_record({&in}))
+    record(out, name, {in}, [back = std::move(back)](const Tensor& g) { return std::vector<Tensor>{back(g)}; }, 0, 0);
+  return out;
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {

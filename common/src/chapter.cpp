@@ -1,5 +1,6 @@
-// csv.cpp: where chapters write their figures' data.
-#include "tiny/csv.h"
+// chapter.cpp: what chapter programs share: their command line, their error report, and the CSV
+// files of their figures.
+#include "tiny/chapter.h"
 
 #include <cstdio>
 #include <filesystem>

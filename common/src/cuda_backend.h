@@ -1,17 +1,16 @@
-// cuda_backend.h: what the CUDA backend (common/cuda/*.cu) offers the rest of the library.
-// Not part of the public API.
+// cuda_backend.h: what the CUDA backend (common/cuda/*.cu) offers: the functions behind its row
+// of the backend table (common/cuda/cuda_backend.cpp, see backend.h), the copies between host
+// and device, and pinned memory. Not part of the public API.
 //
-// The ops in common/src decide everything a PyTorch user can observe (shapes, dtypes, errors,
-// the autograd record) once, for both devices, and hand the element work to this interface when
-// their tensors live on a GPU. In a build without nvcc, common/cuda/cuda_absent.cpp implements
-// it with clear errors, so the same sources link either way.
+// In a build without nvcc, common/cuda/cuda_absent.cpp implements it with clear errors, so the
+// same sources link either way.
 //
 // Ordering: every kernel and copy goes on the device's default stream, so they run in the order
 // they were issued; a caller never waits unless it reads a result on the host.
 #pragma once
 #include <cstddef>
 
-#include "elementwise_ops.h"
+#include "backend.h"
 #include "tiny/tensor.h"
 
 namespace tiny::detail::cuda {
@@ -43,10 +42,9 @@ void zero_bytes(void* ptr, size_t nbytes, int device);
 // CPU tensor (a Python-number-like scalar), which is passed to the kernel by value, as PyTorch
 // does. Inputs already have the op's compute dtype; `out` has the result dtype.
 
-/// out = Op(in) elementwise; with ops::Identity and different dtypes, a conversion.
-template <typename Op> void unary(const Tensor& out, const Tensor& in);
-/// out = Op(a, b) elementwise.
-template <typename Op> void binary(const Tensor& out, const Tensor& a, const Tensor& b);
+/// out = in converted to out's dtype, elementwise (any two dtypes, any layouts). The elementwise
+/// ops' kernels are backend.h's cuda::elementwise<Op>.
+void convert_tensor(const Tensor& out, const Tensor& in);
 /// out = condition ? a : b.
 void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
 /// out[i] = scale * sum_j rows[i, j] for contiguous (m, n) `rows`, accumulated in out's dtype

@@ -1,11 +1,20 @@
-// elementwise_ops.h: what each elementwise op computes on one element, written once for both
-// backends. Each op is a small struct whose call operator takes values in their arithmetic type
-// (opmath_t: float for the 16-bit floats) and is TINY_HD, so the CPU loops in ops.cpp and the
-// CUDA kernels in common/cuda/elementwise.cu run the very same code. The struct's type is also
-// how the CPU side names an op to the CUDA side (cuda_backend.h).
+// elementwise_ops.h: what each elementwise op computes on one element, written once for every
+// backend. Not part of the public API.
 //
-// `floating_only` ops are instantiated for the four float types alone; the others for every
-// dtype, with `if constexpr` keeping meaningless cases (the negative of a bool) compilable.
+// Each op is a small struct. Its math is one expression in the inputs x, y, z and the scalars
+// a, b (add's alpha, addcmul's value, clamp's bounds), over the compute type T (float for the
+// 16-bit floats: opmath_t). The TINY_MATH macro turns that expression into two things at once:
+// the TINY_HD function the CPU loops (common/src/cpu/) and the CUDA kernels (common/cuda/) call,
+// and the same expression as text (`source`), which generated kernels paste into their source
+// (chapter 09). Since both come from the same tokens they cannot drift; tests/op_table_test.cpp
+// compiles every `source` against kSourcePrelude (op_table.cpp) and checks it agrees.
+//
+// The expression may call only the functions of namespace fn below; kSourcePrelude defines the
+// same names for generated code. Where an integer or bool type needs other code (pow of two
+// integers), the struct writes its own call operator and keeps `math` for the float types.
+//
+// Which op table entry uses which struct, with what dtype rule, autograd node and cost, is
+// op_table.cpp's; this file is only the arithmetic.
 #pragma once
 #include <cmath>
 #include <type_traits>
@@ -14,181 +23,257 @@
 
 namespace tiny::ops {
 
-// ---- binary -----------------------------------------------------------------------------------
+/// The numbers an op takes besides its tensors; each op documents what `a` and `b` mean.
+struct Scalars {
+  double a = 0, b = 0;
+};
 
-struct Add {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x, T y) const { return x + y; }
+/// Every op struct derives from this, so kernels can hand any op its scalars the same way.
+struct OpBase {
+  Scalars p;
 };
-struct Sub {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x, T y) const { return x - y; }
-};
-struct Mul {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x, T y) const {
-    if constexpr (std::is_same_v<T, bool>) return x && y;
-    else return x * y;
+
+/// The dtypes an op's kernels are compiled for; the dispatcher raises "not implemented" for the
+/// others before any loop runs.
+enum class Types { All, NoBool, Floating };
+
+/// The functions an op's expression may call: the C++ library's own, and three small helpers
+/// with the meaning PyTorch's kernels give them.
+namespace fn {
+using std::erf;
+using std::exp;
+using std::fabs;
+using std::fma;
+using std::log;
+using std::pow;
+using std::sqrt;
+using std::tanh;
+/// True for NaN (always false for integers and bool).
+template <typename T> TINY_HD bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return x != x;
+  else return false;
+}
+/// std::max's rule: `y` when x < y, else x.
+template <typename T> TINY_HD T max_of(T x, T y) { return x < y ? y : x; }
+/// std::min's rule: `y` when y < x, else x.
+template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
+}  // namespace fn
+
+/// Declares an op's arity, its `math` and its `source` from one expression; the call operator
+/// the loops use forwards to `math`.
+#define TINY_MATH(ARITY, EXPR) \
+  TINY_MATH_ONLY(ARITY, EXPR)  \
+  template <typename T, typename... R> TINY_HD auto operator()(T x, R... rest) const { return math(x, rest...); }
+
+/// TINY_MATH without the call operator, for ops that write their own.
+#define TINY_MATH_ONLY(ARITY, EXPR)                                                          \
+  static constexpr int arity = ARITY;                                                        \
+  static constexpr const char* source = #EXPR;                                               \
+  template <typename T>                                                                      \
+  TINY_HD auto math(T x, [[maybe_unused]] T y = T(), [[maybe_unused]] T z = T()) const {     \
+    using namespace ::tiny::ops::fn;                                                         \
+    [[maybe_unused]] const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);               \
+    return EXPR;                                                                             \
   }
+
+// ---- one input --------------------------------------------------------------------------------
+
+/// The value itself: with different input and output dtypes, the conversion kernel of copies
+/// (not an op table row).
+struct Identity : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(1, x)
 };
-struct Div {
-  static constexpr bool floating_only = false;  // integers are promoted to float32 before
-  template <typename T> TINY_HD T operator()(T x, T y) const {
-    if constexpr (std::is_same_v<T, bool>) return x;  // never reached: bools divide as float32
-    else return x / y;
-  }
+struct Neg : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, -x)
 };
-struct Pow {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T base, T exp) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      return base;  // rejected before any loop runs
-    } else if constexpr (std::is_integral_v<T>) {
-      T result = 1;
-      while (exp > 0) {  // square and multiply
-        if (exp & 1) result *= base;
+/// `+ T(0)` turns -0.0 into +0.0 (and leaves every other value alone), as fabs would.
+struct Abs : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, x < T(0) ? -x : x + T(0))
+};
+/// NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
+struct Relu : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, is_nan(x) ? x : (x > T(0) ? x : T(0)))
+};
+struct Sqrt : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, sqrt(x))
+};
+struct Rsqrt : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, T(1) / sqrt(x))
+};
+struct Exp : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, exp(x))
+};
+struct Log : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, log(x))
+};
+struct Sigmoid : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, T(1) / (T(1) + exp(-x)))
+};
+struct Tanh : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, tanh(x))
+};
+/// x * Phi(x), Phi the standard normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
+struct Gelu : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440))))
+};
+// x.pow(e) for the common fixed exponents: a multiply costs far less than std::pow.
+struct Square : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, x * x)
+};
+struct Cube : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, x * x * x)
+};
+struct Reciprocal : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(1, T(1) / x)
+};
+/// clamp(x, min = a, max = b): NaN stays NaN; with a > b every element becomes b, as in PyTorch.
+struct Clamp : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, is_nan(x) ? x : min_of(max_of(x, a), b))
+};
+/// clamp_min(x, a).
+struct ClampMin : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, is_nan(x) ? x : max_of(x, a))
+};
+/// clamp_max(x, a).
+struct ClampMax : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(1, is_nan(x) ? x : min_of(x, a))
+};
+
+// ---- two inputs -------------------------------------------------------------------------------
+
+/// x + alpha * y (alpha = a, 1 for plain addition; bool + bool is a logical or).
+struct Add : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x + a * y)
+};
+/// x - alpha * y (alpha = a).
+struct Sub : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x - a * y)
+};
+struct Mul : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x * y)
+};
+/// True division; integers are promoted to float32 before it runs.
+struct Div : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(2, x / y)
+};
+struct Pow : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH_ONLY(2, pow(x, y))
+  template <typename T> TINY_HD T operator()(T base, T exponent) const {
+    if constexpr (std::is_integral_v<T>) {
+      T result = 1;  // square and multiply; negative exponents were refused before
+      while (exponent > 0) {
+        if (exponent & 1) result *= base;
         base *= base;
-        exp >>= 1;
+        exponent >>= 1;
       }
       return result;
     } else {
-      return std::pow(base, exp);
+      return math(base, exponent);
     }
   }
 };
-struct Maximum {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN propagates
-    return x > y ? x : y;
-  }
+/// Elementwise max; a NaN in either input gives NaN.
+struct Maximum : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, is_nan(x) || is_nan(y) ? x + y : (x > y ? x : y))
 };
-struct Minimum {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x, T y) const {
-    if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x) || std::isnan(y)) return x + y;
-    return x < y ? x : y;
-  }
+/// Elementwise min; a NaN in either input gives NaN.
+struct Minimum : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, is_nan(x) || is_nan(y) ? x + y : (x < y ? x : y))
+};
+/// gelu's backward, as one kernel: x (the gradient of gelu's output) times d/dy y Phi(y) =
+/// Phi(y) + y phi(y), phi the standard normal density, y gelu's input.
+struct GeluBackward : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(2, x * (T(0.5) * (T(1) + erf(y * T(0.70710678118654752440))) +
+                    y * (exp(T(-0.5) * y * y) * T(0.39894228040143267794))))
+};
+/// x + weight * (y - x), weight = a. PyTorch computes it as one fused multiply-add, from x for
+/// small weights and from y for large ones, so that lerp(x, y, 1) is exactly y.
+struct LerpScalar : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(2, fabs(a) < T(0.5) ? fma(a, y - x, x) : fma(a - T(1), y - x, y))
 };
 
 // Comparisons return bool, whatever they compare.
-struct Eq {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x == y; }
+struct Eq : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x == y)
 };
-struct Ne {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x != y; }
+struct Ne : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x != y)
 };
-struct Lt {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x < y; }
+struct Lt : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x < y)
 };
-struct Le {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x <= y; }
+struct Le : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x <= y)
 };
-struct Gt {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x > y; }
+struct Gt : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x > y)
 };
-struct Ge {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD bool operator()(T x, T y) const { return x >= y; }
+struct Ge : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, x >= y)
 };
 
-// ---- unary ------------------------------------------------------------------------------------
+// ---- three inputs -----------------------------------------------------------------------------
 
-/// The value itself: with different input and output dtypes, this is the conversion kernel.
-struct Identity {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x) const { return x; }
+/// lerp with a tensor of weights: x + z * (y - x), computed as LerpScalar computes it.
+struct Lerp : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(3, fabs(z) < T(0.5) ? fma(z, y - x, x) : fma(z - T(1), y - x, y))
 };
-struct Neg {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) return x;  // rejected before any loop runs
-    else return -x;
-  }
+/// x + value * y * z (value = a), in PyTorch's order of operations.
+struct Addcmul : OpBase {
+  static constexpr Types types = Types::NoBool;
+  TINY_MATH(3, x + a * y * z)
 };
-struct Abs {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x) const {
-    if constexpr (std::is_same_v<T, bool>) return x;  // rejected before any loop runs
-    else return x < T(0) ? -x : x;
-  }
-};
-struct Relu {
-  static constexpr bool floating_only = false;
-  template <typename T> TINY_HD T operator()(T x) const {
-    // NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
-    if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x)) return x;
-    return x > T(0) ? x : T(0);
-  }
-};
-struct Sqrt {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return std::sqrt(x); }
-};
-struct Rsqrt {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return T(1) / std::sqrt(x); }
-};
-struct Exp {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return std::exp(x); }
-};
-struct Log {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return std::log(x); }
-};
-struct Sigmoid {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return T(1) / (T(1) + std::exp(-x)); }
-};
-struct Tanh {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return std::tanh(x); }
-};
-/// x * Phi(x), Phi the standard normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
-struct Gelu {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const {
-    return x * T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-  }
-};
-/// d/dx x Phi(x) = Phi(x) + x phi(x), phi the standard normal density.
-struct GeluBackward {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const {
-    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-    const T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
-    return cdf + x * pdf;
-  }
-};
-// x.pow(e) for the common fixed exponents: a multiply costs far less than std::pow.
-struct Square {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return x * x; }
-};
-struct Cube {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return x * x * x; }
-};
-struct Reciprocal {
-  static constexpr bool floating_only = true;
-  template <typename T> TINY_HD T operator()(T x) const { return T(1) / x; }
+/// x + value * y / z (value = a), in PyTorch's order of operations.
+struct Addcdiv : OpBase {
+  static constexpr Types types = Types::Floating;
+  TINY_MATH(3, x + a * y / z)
 };
 
 }  // namespace tiny::ops
 
-/// Every binary op, for the explicit instantiations of the CUDA entry points.
-#define TINY_BINARY_OPS(X) \
-  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge)
-/// Every unary op, likewise.
+/// Every elementwise op struct by arity, for the explicit instantiations of each backend's
+/// kernels: an op added above is added here too.
 #define TINY_UNARY_OPS(X)                                                                    \
-  X(Identity) X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Sigmoid) X(Tanh) X(Gelu) \
-  X(GeluBackward) X(Square) X(Cube) X(Reciprocal)
+  X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Sigmoid) X(Tanh) X(Gelu) X(Square) \
+  X(Cube) X(Reciprocal) X(Clamp) X(ClampMin) X(ClampMax)
+/// Likewise for two inputs.
+#define TINY_BINARY_OPS(X)                                                                    \
+  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(LerpScalar) X(GeluBackward) X(Eq) \
+  X(Ne) X(Lt) X(Le) X(Gt) X(Ge)
+/// Likewise for three inputs.
+#define TINY_TERNARY_OPS(X) X(Lerp) X(Addcmul) X(Addcdiv)
+/// Every op.
+#define TINY_ELEMENTWISE_OPS(X) TINY_UNARY_OPS(X) TINY_BINARY_OPS(X) TINY_TERNARY_OPS(X)

@@ -214,11 +214,11 @@ std::string tensor_str(const Tensor& t, size_t indent, bool summarize, const Ele
 std::string format_tensor(const Tensor& tensor) {
   if (!tensor.defined()) return "tensor(undefined)";
   // A GPU tensor is printed from one copy of its values (and printing it waits for them).
-  const Tensor t = tensor.device().is_cuda() ? tensor.detach().cpu() : tensor;
+  const Tensor t = tensor.detach().cpu();  // the tensor itself when it is on the CPU
   const std::string prefix = "tensor(";
   const size_t indent = prefix.size();
   std::vector<std::string> suffixes;
-  if (tensor.device().is_cuda()) suffixes.push_back("device='" + tensor.device().str() + "'");
+  if (!tensor.device().is_cpu()) suffixes.push_back("device='" + tensor.device().str() + "'");
   std::string body;
   if (t.numel() == 0) {
     body = "[]";

@@ -1,8 +1,9 @@
 // internal.h: machinery shared by the library's source files, not part of the public API.
 //
-// - where an op runs (the one dispatch point every op passes through),
-// - the strided loop every elementwise kernel is built on,
-// - element conversion between dtypes.
+// - the strided loop every elementwise kernel is built on (for_each_row, and its GPU form),
+// - element conversion between dtypes,
+// - how a BLAS reads a strided matrix.
+// Where an op runs is decided by the dispatcher (dispatch.h) and the backend table (backend.h).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -15,24 +16,6 @@
 #include "tiny/tensor.h"
 
 namespace tiny::detail {
-
-/// The device an op runs on: all tensor inputs must share one. This is the single place where
-/// an op picks its backend: each op then runs its CPU loop, or hands the same work to the CUDA
-/// backend (cuda_backend.h). As in PyTorch, a 0-dim CPU tensor may join tensors on any device:
-/// it is a number, passed to the kernel by value.
-inline Device op_device(const char* op, std::initializer_list<const Tensor*> inputs) {
-  const Tensor* first = nullptr;
-  for (const Tensor* t : inputs) {
-    if (!t->defined()) throw RuntimeError(std::string(op) + "(): got an undefined tensor");
-    if (t->dim() == 0 && t->device().is_cpu() && inputs.size() > 1) continue;
-    if (first && !(first->device() == t->device()))
-      throw RuntimeError(
-          "Expected all tensors to be on the same device, but found at least two devices, " +
-          first->device().str() + " and " + t->device().str() + "!");
-    if (!first) first = t;
-  }
-  return first ? first->device() : Device::cpu();
-}
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
 /// arithmetic type; to bool means "not zero".
@@ -203,9 +186,6 @@ inline std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t
   if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return BlasLayout{true, cs};
   return std::nullopt;
 }
-
-/// Copies `src` into `dst` element by element (same shape; any strides and dtypes).
-void copy_elements(const Tensor& dst, const Tensor& src);
 
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.
 std::string shape_str(const Shape& shape);

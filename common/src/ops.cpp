@@ -1,483 +1,349 @@
-// ops.cpp: elementwise ops (unary, binary, comparisons, where) with broadcasting and promotion.
-//
-// Every op follows the same four steps: pick the device (detail::op_device), pick the dtype
-// (result_type), bring the inputs to that dtype, and run one strided loop over the broadcast
-// shape. The loop's inner row is specialised for the common layouts (all contiguous, one side a
-// broadcast scalar) so that the compiler can vectorise it.
+// ops.cpp: the public elementwise ops, each a call of the dispatcher with its op table row (see
+// dispatch.h for what the dispatcher does, op_list.h for the rows), their out= and in-place
+// forms, where(), the triangle masks, and the whole-tensor comparisons.
 #include "tiny/ops.h"
 
 #include <cmath>
-#include <limits>
 
 #include "autograd_internal.h"
-#include "cuda_backend.h"
-#include "elementwise_ops.h"
+#include "backend.h"
+#include "dispatch.h"
 #include "internal.h"
 
 namespace tiny {
 
-// ---- type promotion ---------------------------------------------------------------------------
+using detail::OpId;
 
 namespace {
 
-// Promotion state: the best dtype among dimensioned tensors, among 0-dim tensors, and among
-// plain numbers (PyTorch's ResultTypeState).
-struct PromotionState {
-  std::optional<DType> dim_result, zero_result, number_result;
-};
+// The row of an op, by id.
+const detail::OpEntry* row(OpId id) { return &detail::op_entry(id); }
 
-void update(std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; }
-
-int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
-
-// A lower-priority operand changes the result only if it is of a higher category
-// (a float number makes an integer tensor float, but a float64 number leaves float16 alone).
-std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
-  if (!higher) return lower;
-  if (!lower) return higher;
-  if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
-  return higher;
+// The three forms of an op with its inputs and scalars: a new tensor, out=, and in place.
+Tensor run(OpId id, std::array<const Tensor*, 3> in, ops::Scalars s = {}) {
+  return detail::run({.op = row(id), .inputs = in, .scalars = s});
+}
+Tensor run_out(const Tensor& out, OpId id, std::array<const Tensor*, 3> in, ops::Scalars s = {}) {
+  return detail::run({.op = row(id), .inputs = in, .scalars = s, .out = &out});
+}
+Tensor& run_inplace(Tensor& self, OpId id, std::array<const Tensor*, 3> in, ops::Scalars s = {}) {
+  in[0] = &self;
+  detail::run({.op = row(id), .inputs = in, .scalars = s, .out = &self, .inplace = true});
+  return self;
 }
 
-DType finish(const PromotionState& s) {
-  return combine(s.dim_result, combine(s.zero_result, s.number_result)).value_or(kFloat32);
+// A number next to a tensor becomes a 0-dim tensor of the dtype promotion gives the pair, so that
+// `int64 * 2` stays int64 and `float16 * 2.5` stays float16.
+Tensor wrap(const Tensor& t, Scalar s) { return scalar_tensor(s, result_type(t, s)); }
+
+// PyTorch's checks on add's and sub's alpha.
+ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const DType dt = result_type(a, b);
+  if (is_integral(dt) && alpha.kind() == Scalar::Kind::Float)
+    throw RuntimeError("For integral input tensors, argument alpha must not be a floating point number.");
+  if (dt == kBool && alpha.kind() != Scalar::Kind::Bool && alpha.to_double() != 1)
+    throw RuntimeError("Boolean alpha only supported for Boolean results.");
+  return {alpha.to_double()};
 }
 
-void add_tensor(PromotionState& s, const Tensor& t) {
-  update(t.dim() > 0 ? s.dim_result : s.zero_result, t.dtype());
-}
-
-}  // namespace
-
-DType result_type(const Tensor& a, const Tensor& b) {
-  PromotionState s;
-  add_tensor(s, a);
-  add_tensor(s, b);
-  return finish(s);
-}
-
-DType result_type(const Tensor& a, Scalar b) {
-  PromotionState s;
-  add_tensor(s, a);
-  update(s.number_result, b.default_dtype());
-  return finish(s);
-}
-
-Tensor scalar_tensor(Scalar s, std::optional<DType> dtype) {
-  const DType dt = dtype.value_or(s.default_dtype());
-  Tensor out = empty({}, dt);
-  dispatch_dtype(dt, [&]<typename T>() {
-    T* p = out.data<T>();
-    if (s.kind() == Scalar::Kind::Float) *p = detail::convert<T>(s.to_double());
-    else *p = detail::convert<T>(s.to_int());
-  });
-  return out;
-}
-
-// ---- the loops --------------------------------------------------------------------------------
-
-namespace {
-
-template <typename T> using M = opmath_t<T>;
-
-// out[i] = f(a[i]) over a contiguous output; `a` any strides (broadcast to out's shape).
-template <typename In, typename Out, typename F>
-void unary_loop(const Tensor& out, const Tensor& a, F f) {
-  Out* po = out.data<Out>();
-  const In* pa = a.data<In>();
-  const Strides sa = detail::broadcast_strides(a, out.shape());
-  detail::for_each_row<2>(out.shape(), {&out.strides(), &sa},
-                          [&](int64_t n, const auto& off, const auto& step) {
-                            Out* o = po + off[0];
-                            const In* x = pa + off[1];
-                            if (step[0] == 1 && step[1] == 1) {
-                              for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i])));
-                            } else {
-                              for (int64_t i = 0; i < n; ++i)
-                                o[i * step[0]] = Out(f(M<In>(x[i * step[1]])));
-                            }
-                          });
-}
-
-// out[i] = f(a[i], b[i]) over a contiguous output; a and b broadcast to out's shape.
-template <typename In, typename Out, typename F>
-void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  Out* po = out.data<Out>();
-  const In* pa = a.data<In>();
-  const In* pb = b.data<In>();
-  const Strides sa = detail::broadcast_strides(a, out.shape());
-  const Strides sb = detail::broadcast_strides(b, out.shape());
-  detail::for_each_row<3>(
-      out.shape(), {&out.strides(), &sa, &sb}, [&](int64_t n, const auto& off, const auto& step) {
-        Out* o = po + off[0];
-        const In* x = pa + off[1];
-        const In* y = pb + off[2];
-        if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
-          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i]), M<In>(y[i])));
-        } else if (step[0] == 1 && step[1] == 1 && step[2] == 0) {
-          const M<In> yv = M<In>(*y);
-          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(M<In>(x[i]), yv));
-        } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) {
-          const M<In> xv = M<In>(*x);
-          for (int64_t i = 0; i < n; ++i) o[i] = Out(f(xv, M<In>(y[i])));
-        } else {
-          for (int64_t i = 0; i < n; ++i)
-            o[i * step[0]] = Out(f(M<In>(x[i * step[1]]), M<In>(y[i * step[2]])));
-        }
-      });
-}
-
-std::string not_implemented(const char* op, DType d) {
-  return std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(d) + "'";
-}
-
-// A large input read across its rows (a transpose: stride 1 on an outer dimension, not on the
-// last) is first copied into row order by the tiled copy. One cache-friendly pass, then a
-// vectorised op, beats reading it column by column inside the op.
-Tensor in_row_order(const Tensor& t) {
-  if (t.numel() < (int64_t(1) << 15) || t.dim() < 2 || t.stride(-1) == 1 || t.is_contiguous()) return t;
-  bool outer_unit = false;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.stride(d) == 0) return t;  // a broadcast: nothing to gain
-    outer_unit |= t.stride(d) == 1 && t.size(d) > 1;
-  }
-  return outer_unit ? t.contiguous() : t;
-}
-
-// Which dtypes a binary op accepts.
-enum class Kinds { All, NoBool };
-
-// Runs a binary op whose result has the promoted dtype (or bool, for comparisons).
-template <typename Op>
-Tensor binary_op(const char* name, const Tensor& a, const Tensor& b, DType compute, bool to_bool,
-                 Kinds kinds, Op f) {
-  const Device device = detail::op_device(name, {&a, &b});
-  if (kinds == Kinds::NoBool && compute == kBool) throw TypeError(not_implemented(name, compute));
-  const Shape shape = broadcast_shapes(a.shape(), b.shape());
-  Tensor out = empty(shape, to_bool ? kBool : compute, device);
-  if (device.is_cuda()) {
-    detail::cuda::binary<Op>(out, a.to(compute), b.to(compute));
-    return out;
-  }
-  const Tensor x = in_row_order(a.to(compute)), y = in_row_order(b.to(compute));
-  dispatch_dtype(compute, [&]<typename T>() {
-    if (to_bool) binary_loop<T, bool>(out, x, y, f);
-    else binary_loop<T, T>(out, x, y, f);
-  });
-  return out;
-}
-
-// The dtype a float-valued unary op computes in: integers and bool become float32.
-DType float_result(DType d) { return is_floating(d) ? d : kFloat32; }
-
-// Runs a unary op whose result has dtype `compute`; `floating_only` ops are instantiated for
-// the float types alone (their inputs were promoted to float first).
-template <typename Op>
-Tensor unary_op(const char* name, const Tensor& a, DType compute, Op f) {
-  const Device device = detail::op_device(name, {&a});
-  if (Op::floating_only && !is_floating(compute)) throw TypeError(not_implemented(name, compute));
-  Tensor out = empty(a.shape(), compute, device);
-  if (device.is_cuda()) {
-    detail::cuda::unary<Op>(out, a.to(compute));
-    return out;
-  }
-  const Tensor x = in_row_order(a.to(compute));
-  auto run = [&]<typename T>() { unary_loop<T, T>(out, x, f); };
-  if constexpr (Op::floating_only) dispatch_floating(compute, name, run);
-  else dispatch_dtype(compute, run);
-  return out;
-}
-
-}  // namespace
-
-// ---- recording helpers ------------------------------------------------------------------------
-
-namespace {
-
-using detail::SavedTensor;
-
-// One FLOP per output element, the convention for elementwise ops.
-double per_element(const Tensor& t) { return static_cast<double>(t.numel()); }
-
-// Records a unary op whose rule needs the input (`x`) and/or the output (`y`).
-template <typename Rule>
-Tensor record_unary(Tensor out, const Tensor& a, const char* name, bool save_input, bool save_output, Rule rule) {
-  if (!detail::should_record({&a})) return out;
-  SavedTensor x(save_input ? a : Tensor()), y(save_output ? out : Tensor());
-  detail::record(out, name, {a},
-                 [x, y, rule](const Tensor& g) { return std::vector<Tensor>{rule(g, x.unpack(), y.unpack())}; },
-                 per_element(out), per_element(out));
-  return out;
-}
-
-}  // namespace
-
-// ---- binary arithmetic ------------------------------------------------------------------------
-
-Tensor add(const Tensor& a, const Tensor& b) {
-  // bool + bool stays bool (logical or), as in PyTorch.
-  Tensor out = binary_op("add", a, b, result_type(a, b), false, Kinds::All, ops::Add{});
-  if (detail::should_record({&a, &b}))
-    detail::record(out, "AddBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; },
-                   per_element(out), 0);
-  return out;
-}
-
-Tensor sub(const Tensor& a, const Tensor& b) {
+void refuse_bool_sub(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool && b.dtype() == kBool)
     throw TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                     "Use the `^` or `logical_xor()` operator instead.");
-  Tensor out = binary_op("sub", a, b, result_type(a, b), false, Kinds::All, ops::Sub{});
-  if (detail::should_record({&a, &b}))
-    detail::record(out, "SubBackward0", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, neg(g)}; },
-                   per_element(out), b.requires_grad() ? per_element(out) : 0);
-  return out;
 }
 
-Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_op("mul", a, b, result_type(a, b), false, Kinds::All, ops::Mul{});
-  if (detail::should_record({&a, &b})) {
-    // d(ab)/da = b and d(ab)/db = a: each input's gradient needs the other input.
-    const bool ga = a.requires_grad(), gb = b.requires_grad();
-    SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
-    detail::record(out, "MulBackward0", {a, b},
-                   [sa, sb, ga, gb](const Tensor& g) {
-                     return std::vector<Tensor>{ga ? mul(g, sb.unpack()) : Tensor(), gb ? mul(g, sa.unpack()) : Tensor()};
-                   },
-                   per_element(out), per_element(out) * (ga + gb));
+// pow with a number: the common fixed exponents of a float run a cheaper kernel with the same
+// values (std::pow costs some 20 ns per element, enough to dominate a backward pass through
+// x.pow(2)), and integers refuse negative exponents.
+detail::Call pow_scalar_call(const Tensor& a, const Tensor& exponent, double e) {
+  detail::Call call{.op = row(OpId::pow_scalar), .inputs = {&a, &exponent}, .scalars = {e}};
+  if (is_floating(exponent.dtype()) && a.dtype() == exponent.dtype()) {
+    if (e == 2) call.kernel = row(OpId::square);
+    if (e == 3) call.kernel = row(OpId::cube);
+    if (e == 0.5) call.kernel = row(OpId::sqrt);
+    if (e == -1) call.kernel = row(OpId::reciprocal);
   }
-  return out;
+  return call;
 }
 
-Tensor div(const Tensor& a, const Tensor& b) {
-  // True division: integer inputs are divided as float32.
-  Tensor out = binary_op("div", a, b, float_result(result_type(a, b)), false, Kinds::All, ops::Div{});
-  if (detail::should_record({&a, &b})) {
-    // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2.
-    const bool ga = a.requires_grad(), gb = b.requires_grad();
-    SavedTensor sa(gb ? a : Tensor()), sb(b);
-    detail::record(out, "DivBackward0", {a, b},
-                   [sa, sb, ga, gb](const Tensor& g) {
-                     const Tensor bv = sb.unpack();
-                     return std::vector<Tensor>{ga ? div(g, bv) : Tensor(),
-                                                gb ? neg(div(mul(g, sa.unpack()), mul(bv, bv))) : Tensor()};
-                   },
-                   per_element(out), per_element(out) * (ga + 3 * gb));
-  }
-  return out;
-}
-
-namespace {
-Tensor pow_values(const Tensor& a, const Tensor& b) {
-  const DType dt = result_type(a, b);
-  if (is_integral(dt) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
+void refuse_negative_integer_powers(const Tensor& a, const Tensor& b) {
+  if (is_integral(result_type(a, b)) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
-  // A float raised to one of the common fixed exponents is a multiply or a root: std::pow costs
-  // some 20 ns per element, enough to dominate a backward pass through x.pow(2).
-  if (b.dim() == 0 && is_floating(dt) && a.dtype() == dt) {
-    const double e = b.item();
-    if (e == 1) return a.clone().detach();
-    if (e == 2) return unary_op("pow", a, dt, ops::Square{});
-    if (e == 3) return unary_op("pow", a, dt, ops::Cube{});
-    if (e == 0.5) return unary_op("pow", a, dt, ops::Sqrt{});
-    if (e == -1) return unary_op("pow", a, dt, ops::Reciprocal{});
-  }
-  return binary_op("pow", a, b, dt, false, Kinds::NoBool, ops::Pow{});
 }
+
+// clamp's bounds: at least one, each taking part in promotion as a Python number does.
+detail::Call clamp_call(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+  if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+  if (min && max)
+    return {.op = row(OpId::clamp), .inputs = {&a}, .scalars = {min->to_double(), max->to_double()}, .numbers = {min, max}};
+  if (min) return {.op = row(OpId::clamp_min), .inputs = {&a}, .scalars = {min->to_double()}, .numbers = {min}};
+  return {.op = row(OpId::clamp_max), .inputs = {&a}, .scalars = {max->to_double()}, .numbers = {max}};
+}
+
 }  // namespace
 
+// ---- promotion ----------------------------------------------------------------------------------
+
+DType result_type(const Tensor& a, const Tensor& b) { return detail::result_type({&a, &b}); }
+DType result_type(const Tensor& a, Scalar b) { return detail::result_type({&a}, {b}); }
+
+// ---- binary -------------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) { return run(OpId::add, {&a, &b}, alpha_of(a, b, alpha)); }
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  refuse_bool_sub(a, b);
+  return run(OpId::sub, {&a, &b}, alpha_of(a, b, alpha));
+}
+Tensor mul(const Tensor& a, const Tensor& b) { return run(OpId::mul, {&a, &b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return run(OpId::div, {&a, &b}); }
 Tensor pow(const Tensor& a, const Tensor& b) {
-  Tensor out = pow_values(a, b);
-  if (detail::should_record({&a, &b})) {
-    // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b ln a.
-    const bool ga = a.requires_grad(), gb = b.requires_grad();
-    SavedTensor sa(a), sb(b), so(gb ? out : Tensor());
-    detail::record(out, "PowBackward1", {a, b},
-                   [sa, sb, so, ga, gb](const Tensor& g) {
-                     const Tensor x = sa.unpack(), e = sb.unpack();
-                     return std::vector<Tensor>{ga ? mul(g, mul(e, pow_values(x, sub(e, scalar_tensor(1, e.dtype()))))) : Tensor(),
-                                                gb ? mul(g, mul(so.unpack(), log(x))) : Tensor()};
-                   },
-                   per_element(out), per_element(out) * 3);
-  }
-  return out;
+  refuse_negative_integer_powers(a, b);
+  return run(OpId::pow, {&a, &b});
 }
-
 Tensor pow(const Tensor& a, Scalar b) {
-  Tensor out = pow_values(a, scalar_tensor(b, result_type(a, b)));
-  if (detail::should_record({&a})) {
-    SavedTensor sa(a);
-    const double e = b.to_double();
-    detail::record(out, "PowBackward0", {a},
-                   [sa, e](const Tensor& g) {
-                     const Tensor x = sa.unpack();
-                     return std::vector<Tensor>{mul(g, mul(pow_values(x, scalar_tensor(e - 1, x.dtype())), scalar_tensor(e, x.dtype())))};
-                   },
-                   per_element(out), per_element(out) * 3);
-  }
-  return out;
+  const Tensor e = wrap(a, b);
+  refuse_negative_integer_powers(a, e);
+  return detail::run(pow_scalar_call(a, e, b.to_double()));
+}
+Tensor maximum(const Tensor& a, const Tensor& b) { return run(OpId::maximum, {&a, &b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return run(OpId::minimum, {&a, &b}); }
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  return run(OpId::lerp_scalar, {&start, &end}, {weight.to_double()});
+}
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  return run(OpId::lerp, {&start, &end, &weight});
+}
+Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return run(OpId::addcmul, {&a, &t1, &t2}, {value.to_double()});
+}
+Tensor addcdiv(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+  if (!is_floating(t1.dtype()) && !is_floating(t2.dtype()))
+    throw RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                       "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                       "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+                       "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                       "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+                       "for all dtypes.");
+  return run(OpId::addcdiv, {&a, &t1, &t2}, {value.to_double()});
 }
 
-namespace {
-// The gradient of max(a, b) goes to the larger input, split in half on ties.
-Tensor record_extremum(Tensor out, const Tensor& a, const Tensor& b, const char* name) {
-  if (!detail::should_record({&a, &b})) return out;
-  SavedTensor sa(a), sb(b), so(out);
-  detail::record(out, name, {a, b},
-                 [sa, sb, so](const Tensor& g) {
-                   const Tensor x = sa.unpack(), y = sb.unpack(), m = so.unpack();
-                   const Tensor tie = eq(x, y).to(g.dtype());
-                   const Tensor wa = sub(eq(x, m).to(g.dtype()), mul(tie, scalar_tensor(0.5, g.dtype())));
-                   const Tensor wb = sub(eq(y, m).to(g.dtype()), mul(tie, scalar_tensor(0.5, g.dtype())));
-                   return std::vector<Tensor>{mul(g, wa), mul(g, wb)};
-                 },
-                 per_element(out), per_element(out) * 2);
-  return out;
-}
-}  // namespace
+// ---- unary --------------------------------------------------------------------------------------
 
-Tensor maximum(const Tensor& a, const Tensor& b) {
-  return record_extremum(binary_op("maximum", a, b, result_type(a, b), false, Kinds::All, ops::Maximum{}),
-                         a, b, "MaximumBackward0");
+Tensor neg(const Tensor& a) { return run(OpId::neg, {&a}); }
+Tensor abs(const Tensor& a) { return run(OpId::abs, {&a}); }
+Tensor sqrt(const Tensor& a) { return run(OpId::sqrt, {&a}); }
+Tensor rsqrt(const Tensor& a) { return run(OpId::rsqrt, {&a}); }
+Tensor exp(const Tensor& a) { return run(OpId::exp, {&a}); }
+Tensor log(const Tensor& a) { return run(OpId::log, {&a}); }
+Tensor relu(const Tensor& a) { return run(OpId::relu, {&a}); }
+Tensor gelu(const Tensor& a) { return run(OpId::gelu, {&a}); }
+Tensor sigmoid(const Tensor& a) { return run(OpId::sigmoid, {&a}); }
+Tensor tanh(const Tensor& a) { return run(OpId::tanh, {&a}); }
+Tensor square(const Tensor& a) { return run(OpId::square, {&a}); }
+Tensor reciprocal(const Tensor& a) { return run(OpId::reciprocal, {&a}); }
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return detail::run(clamp_call(a, min, max));
+}
+Tensor clamp_min(const Tensor& a, Scalar min) { return clamp(a, min, std::nullopt); }
+Tensor clamp_max(const Tensor& a, Scalar max) { return clamp(a, std::nullopt, max); }
+
+// ---- comparisons --------------------------------------------------------------------------------
+
+Tensor eq(const Tensor& a, const Tensor& b) { return run(OpId::eq, {&a, &b}); }
+Tensor ne(const Tensor& a, const Tensor& b) { return run(OpId::ne, {&a, &b}); }
+Tensor lt(const Tensor& a, const Tensor& b) { return run(OpId::lt, {&a, &b}); }
+Tensor le(const Tensor& a, const Tensor& b) { return run(OpId::le, {&a, &b}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return run(OpId::gt, {&a, &b}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return run(OpId::ge, {&a, &b}); }
+
+// ---- out= forms ---------------------------------------------------------------------------------
+
+Tensor add_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  return run_out(out, OpId::add, {&a, &b}, alpha_of(a, b, alpha));
+}
+Tensor sub_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha) {
+  refuse_bool_sub(a, b);
+  return run_out(out, OpId::sub, {&a, &b}, alpha_of(a, b, alpha));
+}
+Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::mul, {&a, &b}); }
+Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::div, {&a, &b}); }
+Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  refuse_negative_integer_powers(a, b);
+  return run_out(out, OpId::pow, {&a, &b});
+}
+Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b) {
+  const Tensor e = wrap(a, b);
+  refuse_negative_integer_powers(a, e);
+  detail::Call call = pow_scalar_call(a, e, b.to_double());
+  call.out = &out;
+  return detail::run(call);
+}
+Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::maximum, {&a, &b}); }
+Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::minimum, {&a, &b}); }
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, Scalar weight) {
+  return run_out(out, OpId::lerp_scalar, {&start, &end}, {weight.to_double()});
+}
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {
+  return run_out(out, OpId::lerp, {&start, &end, &weight});
+}
+Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return run_out(out, OpId::addcmul, {&a, &t1, &t2}, {value.to_double()});
+}
+Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return run_out(out, OpId::addcdiv, {&a, &t1, &t2}, {value.to_double()});
+}
+Tensor neg_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::neg, {&a}); }
+Tensor abs_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::abs, {&a}); }
+Tensor sqrt_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::sqrt, {&a}); }
+Tensor rsqrt_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::rsqrt, {&a}); }
+Tensor exp_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::exp, {&a}); }
+Tensor log_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::log, {&a}); }
+Tensor relu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::relu, {&a}); }
+Tensor gelu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::gelu, {&a}); }
+Tensor sigmoid_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::sigmoid, {&a}); }
+Tensor tanh_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::tanh, {&a}); }
+Tensor square_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::square, {&a}); }
+Tensor reciprocal_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::reciprocal, {&a}); }
+Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::Call call = clamp_call(a, min, max);
+  call.out = &out;
+  return detail::run(call);
+}
+Tensor eq_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::eq, {&a, &b}); }
+Tensor ne_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::ne, {&a, &b}); }
+Tensor lt_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::lt, {&a, &b}); }
+Tensor le_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::le, {&a, &b}); }
+Tensor gt_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::gt, {&a, &b}); }
+Tensor ge_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::ge, {&a, &b}); }
+
+// ---- in-place forms -----------------------------------------------------------------------------
+
+Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
+  return run_inplace(*this, OpId::add, {this, &other}, alpha_of(*this, other, alpha));
+}
+Tensor& Tensor::add_(Scalar other) { return add_(wrap(*this, other)); }
+Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
+  refuse_bool_sub(*this, other);
+  return run_inplace(*this, OpId::sub, {this, &other}, alpha_of(*this, other, alpha));
+}
+Tensor& Tensor::sub_(Scalar other) { return sub_(wrap(*this, other)); }
+Tensor& Tensor::mul_(const Tensor& other) { return run_inplace(*this, OpId::mul, {this, &other}); }
+Tensor& Tensor::mul_(Scalar other) { return mul_(wrap(*this, other)); }
+Tensor& Tensor::div_(const Tensor& other) { return run_inplace(*this, OpId::div, {this, &other}); }
+Tensor& Tensor::div_(Scalar other) { return div_(wrap(*this, other)); }
+Tensor& Tensor::pow_(const Tensor& exponent) {
+  refuse_negative_integer_powers(*this, exponent);
+  return run_inplace(*this, OpId::pow, {this, &exponent});
+}
+Tensor& Tensor::pow_(Scalar exponent) {
+  const Tensor e = wrap(*this, exponent);
+  refuse_negative_integer_powers(*this, e);
+  detail::Call call = pow_scalar_call(*this, e, exponent.to_double());
+  call.out = this;
+  call.inplace = true;
+  detail::run(call);
+  return *this;
+}
+Tensor& Tensor::neg_() { return run_inplace(*this, OpId::neg, {this}); }
+Tensor& Tensor::abs_() { return run_inplace(*this, OpId::abs, {this}); }
+Tensor& Tensor::sqrt_() { return run_inplace(*this, OpId::sqrt, {this}); }
+Tensor& Tensor::rsqrt_() { return run_inplace(*this, OpId::rsqrt, {this}); }
+Tensor& Tensor::exp_() { return run_inplace(*this, OpId::exp, {this}); }
+Tensor& Tensor::log_() { return run_inplace(*this, OpId::log, {this}); }
+Tensor& Tensor::relu_() { return run_inplace(*this, OpId::relu, {this}); }
+Tensor& Tensor::sigmoid_() { return run_inplace(*this, OpId::sigmoid, {this}); }
+Tensor& Tensor::tanh_() { return run_inplace(*this, OpId::tanh, {this}); }
+Tensor& Tensor::square_() { return run_inplace(*this, OpId::square, {this}); }
+Tensor& Tensor::reciprocal_() { return run_inplace(*this, OpId::reciprocal, {this}); }
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::Call call = clamp_call(*this, min, max);
+  call.out = this;
+  call.inplace = true;
+  detail::run(call);
+  return *this;
+}
+Tensor& Tensor::clamp_min_(Scalar min) { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(Scalar max) { return clamp_(std::nullopt, max); }
+Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
+  return run_inplace(*this, OpId::lerp_scalar, {this, &end}, {weight.to_double()});
+}
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
+  return run_inplace(*this, OpId::lerp, {this, &end, &weight});
+}
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
+  return run_inplace(*this, OpId::addcmul, {this, &t1, &t2}, {value.to_double()});
+}
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
+  return run_inplace(*this, OpId::addcdiv, {this, &t1, &t2}, {value.to_double()});
 }
 
-Tensor minimum(const Tensor& a, const Tensor& b) {
-  return record_extremum(binary_op("minimum", a, b, result_type(a, b), false, Kinds::All, ops::Minimum{}),
-                         a, b, "MinimumBackward0");
-}
-
-// ---- unary ------------------------------------------------------------------------------------
-
-Tensor neg(const Tensor& a) {
-  if (a.dtype() == kBool)
-    throw TypeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-  return record_unary(unary_op("neg", a, a.dtype(), ops::Neg{}), a, "NegBackward0", false, false, [](const Tensor& g, const Tensor&, const Tensor&) { return neg(g); });
-}
-
-Tensor abs(const Tensor& a) {
-  if (a.dtype() == kBool) throw TypeError(not_implemented("abs", kBool));
-  return record_unary(unary_op("abs", a, a.dtype(), ops::Abs{}), a, "AbsBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    const Tensor zero = scalar_tensor(0, x.dtype());
-    return mul(g, sub(gt(x, zero).to(g.dtype()), lt(x, zero).to(g.dtype())));  // sign(x)
-  });
-}
-
-Tensor sqrt(const Tensor& a) {
-  return record_unary(unary_op("sqrt", a, float_result(a.dtype()), ops::Sqrt{}),
-                      a, "SqrtBackward0", false, true,
-                      [](const Tensor& g, const Tensor&, const Tensor& y) { return div(g, mul(y, scalar_tensor(2.0, y.dtype()))); });
-}
-
-Tensor rsqrt(const Tensor& a) {
-  return record_unary(unary_op("rsqrt", a, float_result(a.dtype()), ops::Rsqrt{}),
-                      a, "RsqrtBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
-                        return mul(g, mul(mul(y, mul(y, y)), scalar_tensor(-0.5, y.dtype())));  // -y^3 / 2
-                      });
-}
-
-Tensor exp(const Tensor& a) {
-  return record_unary(unary_op("exp", a, float_result(a.dtype()), ops::Exp{}),
-                      a, "ExpBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) { return mul(g, y); });
-}
-
-Tensor log(const Tensor& a) {
-  return record_unary(unary_op("log", a, float_result(a.dtype()), ops::Log{}),
-                      a, "LogBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) { return div(g, x); });
-}
-
-Tensor relu(const Tensor& a) {
-  if (a.dtype() == kBool) throw TypeError(not_implemented("relu", kBool));
-  return record_unary(unary_op("relu", a, a.dtype(), ops::Relu{}), a, "ReluBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
-    return mul(g, gt(y, scalar_tensor(0, y.dtype())).to(g.dtype()));  // 1 where the output is positive
-  });
-}
-
-Tensor gelu(const Tensor& a) {
-  if (!is_floating(a.dtype())) throw TypeError(not_implemented("GeluKernelImpl", a.dtype()));
-  Tensor out = unary_op("gelu", a, a.dtype(), ops::Gelu{});
-  return record_unary(out, a, "GeluBackward0", true, false, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    return mul(g, unary_op("gelu_backward", x, x.dtype(), ops::GeluBackward{}));
-  });
-}
-
-Tensor sigmoid(const Tensor& a) {
-  return record_unary(unary_op("sigmoid", a, float_result(a.dtype()), ops::Sigmoid{}),
-                      a, "SigmoidBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
-                        return mul(g, mul(y, sub(scalar_tensor(1, y.dtype()), y)));  // y (1 - y)
-                      });
-}
-
-Tensor tanh(const Tensor& a) {
-  return record_unary(unary_op("tanh", a, float_result(a.dtype()), ops::Tanh{}),
-                      a, "TanhBackward0", false, true, [](const Tensor& g, const Tensor&, const Tensor& y) {
-                        return mul(g, sub(scalar_tensor(1, y.dtype()), mul(y, y)));  // 1 - y^2
-                      });
-}
-
-// ---- comparisons and where --------------------------------------------------------------------
-
-Tensor eq(const Tensor& a, const Tensor& b) {
-  return binary_op("eq", a, b, result_type(a, b), true, Kinds::All, ops::Eq{});
-}
-Tensor ne(const Tensor& a, const Tensor& b) {
-  return binary_op("ne", a, b, result_type(a, b), true, Kinds::All, ops::Ne{});
-}
-Tensor lt(const Tensor& a, const Tensor& b) {
-  return binary_op("lt", a, b, result_type(a, b), true, Kinds::All, ops::Lt{});
-}
-Tensor le(const Tensor& a, const Tensor& b) {
-  return binary_op("le", a, b, result_type(a, b), true, Kinds::All, ops::Le{});
-}
-Tensor gt(const Tensor& a, const Tensor& b) {
-  return binary_op("gt", a, b, result_type(a, b), true, Kinds::All, ops::Gt{});
-}
-Tensor ge(const Tensor& a, const Tensor& b) {
-  return binary_op("ge", a, b, result_type(a, b), true, Kinds::All, ops::Ge{});
-}
+// ---- where --------------------------------------------------------------------------------------
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Device device = detail::op_device("where", {&condition, &a, &b});
   if (condition.dtype() != kBool)
-    throw TypeError(std::string("where expected condition to be a boolean tensor, but got a "
-                                "tensor with dtype ") + dtype_legacy_name(condition.dtype()));
+    throw TypeError(std::string("where expected condition to be a boolean tensor, but got a tensor with dtype ") +
+                    dtype_legacy_name(condition.dtype()));
   const DType dt = result_type(a, b);
   const Shape shape = broadcast_shapes(condition.shape(), broadcast_shapes(a.shape(), b.shape()));
-  const Tensor x = a.to(dt), y = b.to(dt);
   Tensor out = empty(shape, dt, device);
-  if (device.is_cuda()) {
-    detail::cuda::where(out, condition, x, y);
-  } else {
-    const Strides sc = detail::broadcast_strides(condition, shape);
-    const Strides sa = detail::broadcast_strides(x, shape);
-    const Strides sb = detail::broadcast_strides(y, shape);
-    dispatch_dtype(dt, [&]<typename T>() {
-      T* po = out.data<T>();
-      const bool* pc = condition.data<bool>();
-      const T* px = x.data<T>();
-      const T* py = y.data<T>();
-      detail::for_each_row<4>(shape, {&out.strides(), &sc, &sa, &sb},
-                              [&](int64_t n, const auto& off, const auto& st) {
-                                for (int64_t i = 0; i < n; ++i)
-                                  po[off[0] + i * st[0]] = pc[off[1] + i * st[1]]
-                                                               ? px[off[2] + i * st[2]]
-                                                               : py[off[3] + i * st[3]];
-                              });
-    });
+  {
+    NoGradGuard plain;
+    detail::backend(device).where(out, condition, a.to(dt), b.to(dt));
   }
+  detail::count_cost(0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
   if (detail::should_record({&a, &b})) {
-    SavedTensor c(condition);
-    detail::record(out, "WhereBackward0", {a, b},
-                   [c](const Tensor& g) {
-                     const Tensor cond = c.unpack(), zero = scalar_tensor(0, g.dtype());
-                     return std::vector<Tensor>{where(cond, g, zero), where(cond, zero, g)};
-                   },
-                   0, 0);
+    // The gradient goes to a where the condition holds and to b elsewhere.
+    detail::SavedTensor c(condition);
+    detail::record(
+        out, "WhereBackward0", {a, b},
+        [c](const Tensor& g) {
+          const Tensor cond = c.unpack(), zero = scalar_tensor(0, g.dtype(), g.device());
+          return std::vector<Tensor>{where(cond, g, zero), where(cond, zero, g)};
+        },
+        0, 0);
   }
   return out;
 }
 
-// ---- whole-tensor comparisons -----------------------------------------------------------------
+// ---- triangles ----------------------------------------------------------------------------------
+
+namespace {
+// Keeps the elements of the last two dims for which keep(row, col) holds and zeroes the rest:
+// where() with a mask built once, on the host, for one matrix (it is the same for every matrix
+// of a batch and is small next to them), then moved to the input's device.
+template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep keep) {
+  detail::op_device(op, {&a});
+  if (a.dim() < 2) throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
+  const int64_t R = a.size(-2), C = a.size(-1);
+  Tensor mask = empty({R, C}, kBool);
+  bool* k = mask.data<bool>();
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) k[i * C + j] = keep(i, j);
+  return where(mask.to(a.device()), a, scalar_tensor(0, a.dtype()));
+}
+
+// The gradient of a masked copy is the same mask (`same`: triu or tril) applied to the gradient.
+Tensor record_triangle(Tensor out, const Tensor& a, const char* name, Tensor (*same)(const Tensor&, int64_t),
+                       int64_t diagonal) {
+  if (detail::should_record({&a}))
+    detail::record(
+        out, name, {a}, [same, diagonal](const Tensor& g) { return std::vector<Tensor>{same(g, diagonal)}; }, 0, 0);
+  return out;
+}
+}  // namespace
+
+Tensor triu(const Tensor& a, int64_t diagonal) {
+  return record_triangle(triangle("triu", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i >= diagonal; }), a,
+                         "TriuBackward0", triu, diagonal);
+}
+
+Tensor tril(const Tensor& a, int64_t diagonal) {
+  return record_triangle(triangle("tril", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i <= diagonal; }), a,
+                         "TrilBackward0", tril, diagonal);
+}
+
+// ---- whole-tensor comparisons -------------------------------------------------------------------
 
 bool equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape()) return false;
@@ -499,7 +365,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   return true;
 }
 
-// ---- operators --------------------------------------------------------------------------------
+// ---- operators ----------------------------------------------------------------------------------
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
@@ -507,20 +373,14 @@ Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
-// A number next to a tensor takes the dtype promotion gives the pair, so that `int64 * 2`
-// stays int64 and `float16 * 2.5` stays float16.
-#define TINY_SCALAR_OPERATOR(OP, FN)                                                    \
-  Tensor operator OP(const Tensor& a, Scalar b) {                                       \
-    return FN(a, scalar_tensor(b, result_type(a, b)));                                   \
-  }                                                                                     \
-  Tensor operator OP(Scalar a, const Tensor& b) {                                       \
-    return FN(scalar_tensor(a, result_type(b, a)), b);                                   \
-  }
-TINY_SCALAR_OPERATOR(+, add)
-TINY_SCALAR_OPERATOR(-, sub)
-TINY_SCALAR_OPERATOR(*, mul)
-TINY_SCALAR_OPERATOR(/, div)
-#undef TINY_SCALAR_OPERATOR
+Tensor operator+(const Tensor& a, Scalar b) { return add(a, wrap(a, b)); }
+Tensor operator-(const Tensor& a, Scalar b) { return sub(a, wrap(a, b)); }
+Tensor operator*(const Tensor& a, Scalar b) { return mul(a, wrap(a, b)); }
+Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap(a, b)); }
+Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(b, a), b); }
+Tensor operator-(Scalar a, const Tensor& b) { return sub(wrap(b, a), b); }
+Tensor operator*(Scalar a, const Tensor& b) { return mul(wrap(b, a), b); }
+Tensor operator/(Scalar a, const Tensor& b) { return div(wrap(b, a), b); }
 
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
@@ -528,14 +388,14 @@ Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
-Tensor operator==(const Tensor& a, Scalar b) { return eq(a, scalar_tensor(b, result_type(a, b))); }
-Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, scalar_tensor(b, result_type(a, b))); }
-Tensor operator<(const Tensor& a, Scalar b) { return lt(a, scalar_tensor(b, result_type(a, b))); }
-Tensor operator<=(const Tensor& a, Scalar b) { return le(a, scalar_tensor(b, result_type(a, b))); }
-Tensor operator>(const Tensor& a, Scalar b) { return gt(a, scalar_tensor(b, result_type(a, b))); }
-Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, scalar_tensor(b, result_type(a, b))); }
+Tensor operator==(const Tensor& a, Scalar b) { return eq(a, wrap(a, b)); }
+Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, wrap(a, b)); }
+Tensor operator<(const Tensor& a, Scalar b) { return lt(a, wrap(a, b)); }
+Tensor operator<=(const Tensor& a, Scalar b) { return le(a, wrap(a, b)); }
+Tensor operator>(const Tensor& a, Scalar b) { return gt(a, wrap(a, b)); }
+Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, wrap(a, b)); }
 
-// ---- Tensor methods that forward to the free functions ----------------------------------------
+// ---- Tensor methods that forward to the free functions ------------------------------------------
 
 Tensor Tensor::pow(const Tensor& e) const { return tiny::pow(*this, e); }
 Tensor Tensor::pow(Scalar e) const { return tiny::pow(*this, e); }
@@ -547,6 +407,8 @@ Tensor Tensor::abs() const { return tiny::abs(*this); }
 Tensor Tensor::relu() const { return tiny::relu(*this); }
 Tensor Tensor::sigmoid() const { return tiny::sigmoid(*this); }
 Tensor Tensor::tanh() const { return tiny::tanh(*this); }
+Tensor Tensor::square() const { return tiny::square(*this); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return tiny::clamp(*this, min, max); }
 Tensor Tensor::sum() const { return tiny::sum(*this); }
 Tensor Tensor::sum(const std::vector<int64_t>& d, bool k) const { return tiny::sum(*this, d, k); }
 Tensor Tensor::mean() const { return tiny::mean(*this); }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
 

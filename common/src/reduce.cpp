@@ -1,14 +1,12 @@
-// reduce.cpp: sum, mean and max, over all elements or over chosen dimensions.
-//
-// sum and mean walk the input once in memory order and add each element into its output slot
-// (an accumulator whose strides are 0 along the reduced dimensions), so reducing the outer
-// dimension of a matrix streams through it row by row instead of striding down columns.
-// Floating sums accumulate in float64, integer sums in int64.
+// reduce.cpp: sum, mean and max, over all elements or over chosen dimensions: the checks,
+// dtypes and autograd records, for every device; the loops are the backends' (Backend::sum and
+// Backend::max_rows: common/src/cpu/reduce.cpp, common/cuda/reduce.cu).
 #include <cmath>
 #include <limits>
 
 #include "autograd_internal.h"
-#include "cuda_backend.h"
+#include "backend.h"
+#include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
 
@@ -38,57 +36,25 @@ Shape reduced_shape(const Tensor& a, const std::vector<bool>& reduce, bool keepd
   return out;
 }
 
-// Sums `a` over the flagged dimensions into a contiguous accumulator of dtype Acc, shaped as the
-// keepdim result.
-template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<bool>& reduce) {
-  const Shape kept = reduced_shape(a, reduce, /*keepdim=*/true);
-  Tensor acc = zeros(kept, dtype_of<Acc>());
-  Strides acc_strides = acc.strides();
+int64_t reduced_count(const Tensor& a, const std::vector<bool>& reduce) {
+  int64_t count = 1;
   for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) acc_strides[d] = 0;  // every element along d lands in the same slot
-  Acc* pacc = acc.data<Acc>();
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* px = static_cast<const T*>(a.data_ptr());
-    detail::for_each_row<2>(a.shape(), {&a.strides(), &acc_strides},
-                            [&](int64_t n, const auto& off, const auto& st) {
-                              const T* x = px + off[0];
-                              Acc* s = pacc + off[1];
-                              if (st[1] == 0) {  // reducing along the row: one running sum
-                                Acc total = 0;
-                                for (int64_t i = 0; i < n; ++i)
-                                  total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-                                *s += total;
-                              } else {
-                                for (int64_t i = 0; i < n; ++i)
-                                  s[i * st[1]] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-                              }
-                            });
-  });
-  return acc;
+    if (reduce[d]) count *= a.shape()[d];
+  return count;
 }
 
-// On a GPU: the reduced dimensions are moved last and made contiguous, so that each output is
-// the sum of one contiguous row, which a block of threads reads together; `scale` turns the sum
-// into a mean.
-Tensor cuda_reduce_rows(const Tensor& a, const std::vector<bool>& reduce, bool keepdim, double scale) {
-  std::vector<int64_t> order;
-  int64_t m = 1, n = 1;
-  for (int64_t d = 0; d < a.dim(); ++d)
-    if (!reduce[d]) order.push_back(d), m *= a.shape()[d];
-  for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) order.push_back(d), n *= a.shape()[d];
-  const Tensor rows = a.detach().permute(order).contiguous().view({m, n});
-  Tensor acc = empty({m}, is_floating(a.dtype()) ? kFloat64 : kInt64, a.device());
-  detail::cuda::sum_rows(acc, rows, scale);
+// The sum (divisor 1) or mean (divisor: the count) on the input's backend, in the result dtype:
+// the input's for floats (accumulated in float64), int64 for integers and bool.
+Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keepdim, double divisor) {
+  const Device device = detail::op_device("sum", {&a});
+  Tensor acc;
+  {
+    NoGradGuard plain;
+    acc = detail::backend(device).sum(a, reduce, divisor);
+  }
+  detail::count_cost(static_cast<double>(a.numel()), static_cast<double>(a.nbytes() + acc.numel() * a.element_size()));
   if (is_floating(a.dtype())) acc = acc.to(a.dtype());
   return acc.view(reduced_shape(a, reduce, keepdim));
-}
-
-Tensor sum_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim) {
-  if (detail::op_device("sum", {&a}).is_cuda()) return cuda_reduce_rows(a, reduce, keepdim, 1.0);
-  const Shape out_shape = reduced_shape(a, reduce, keepdim);
-  if (is_floating(a.dtype())) return accumulate<double>(a, reduce).to(a.dtype()).view(out_shape);
-  return accumulate<int64_t>(a, reduce).view(out_shape);  // integers and bool sum to int64
 }
 
 void require_floating_mean(const Tensor& a) {
@@ -98,64 +64,45 @@ void require_floating_mean(const Tensor& a) {
                        dtype_legacy_name(a.dtype()));
 }
 
-Tensor mean_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim) {
-  const Device device = detail::op_device("mean", {&a});
-  require_floating_mean(a);
-  int64_t count = 1;
-  for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) count *= a.shape()[d];
-  if (device.is_cuda()) return cuda_reduce_rows(a, reduce, keepdim, 1.0 / static_cast<double>(count));
-  Tensor acc = accumulate<double>(a, reduce);
-  double* p = acc.data<double>();
-  // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
-  for (int64_t i = 0; i < acc.numel(); ++i) p[i] /= static_cast<double>(count);
-  return acc.to(a.dtype()).view(reduced_shape(a, reduce, keepdim));
-}
-
-// a > b for max's purposes: NaN beats everything, so it propagates.
-template <typename M> bool beats(M candidate, M best) {
-  if constexpr (std::is_floating_point_v<M>)
-    if (std::isnan(candidate)) return !std::isnan(best);
-  return candidate > best;
-}
-
 // The gradient of a sum reaches every element it added: the output's gradient, with the reduced
 // dimensions put back as size 1, broadcast over the input (the tape sums nothing here; it
-// expands). A mean is a sum scaled by 1 / count.
+// expands). A mean is a sum divided by the count (`divisor`: 1 for a sum).
 Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& reduce, const char* name,
-                        bool is_mean) {
+                        double divisor) {
   if (!detail::should_record({&a})) return out;
   const Shape kept = reduced_shape(a, reduce, true), in = a.shape();
-  double count = 1;
-  for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) count *= static_cast<double>(a.shape()[d]);
   detail::record(out, name, {a},
-                 [kept, in, count, is_mean](const Tensor& g) {
+                 [kept, in, divisor](const Tensor& g) {
                    Tensor spread = g.reshape(kept).expand(in);
-                   if (is_mean) spread = div(spread, scalar_tensor(count, g.dtype()));
+                   if (divisor != 1) spread = div(spread, scalar_tensor(divisor, g.dtype()));
                    return std::vector<Tensor>{spread};
                  },
-                 static_cast<double>(a.numel()), is_mean ? static_cast<double>(a.numel()) : 0);
+                 static_cast<double>(a.numel()), divisor != 1 ? static_cast<double>(a.numel()) : 0);
   return out;
+}
+
+// Autocast runs sums in float32 (PyTorch's fp32 list); means run in their input's dtype.
+Tensor sum_impl(const Tensor& input, const std::vector<bool>& reduce, bool keepdim, const char* node) {
+  const Tensor a = detail::autocast(input, AutocastClass::Float32);
+  return record_reduction(reduce_values(a, reduce, keepdim, 1.0), a, reduce, node, 1.0);
+}
+
+Tensor mean_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim, const char* node) {
+  detail::op_device("mean", {&a});
+  require_floating_mean(a);
+  const double count = static_cast<double>(reduced_count(a, reduce));
+  return record_reduction(reduce_values(a, reduce, keepdim, count), a, reduce, node, count);
 }
 
 }  // namespace
 
-Tensor sum(const Tensor& a) {
-  const std::vector<bool> all(a.dim(), true);
-  return record_reduction(sum_impl(a, all, false), a, all, "SumBackward0", false);
-}
+Tensor sum(const Tensor& a) { return sum_impl(a, std::vector<bool>(a.dim(), true), false, "SumBackward0"); }
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  const auto reduce = reduced_dims(a, dims);
-  return record_reduction(sum_impl(a, reduce, keepdim), a, reduce, "SumBackward1", false);
+  return sum_impl(a, reduced_dims(a, dims), keepdim, "SumBackward1");
 }
-Tensor mean(const Tensor& a) {
-  const std::vector<bool> all(a.dim(), true);
-  return record_reduction(mean_impl(a, all, false), a, all, "MeanBackward0", true);
-}
+Tensor mean(const Tensor& a) { return mean_impl(a, std::vector<bool>(a.dim(), true), false, "MeanBackward0"); }
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
-  const auto reduce = reduced_dims(a, dims);
-  return record_reduction(mean_impl(a, reduce, keepdim), a, reduce, "MeanBackward1", true);
+  return mean_impl(a, reduced_dims(a, dims), keepdim, "MeanBackward1");
 }
 
 Tensor max(const Tensor& a) {
@@ -188,8 +135,7 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   const Tensor x = (a.dim() == 0 ? a.reshape({1}) : a).detach();
   const int64_t n = x.shape()[dim];
   if (n == 0)
-    throw IndexError("max(): Expected reduction dim " + std::to_string(dim) +
-                     " to have non-zero size.");
+    throw IndexError("max(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size.");
   // Move the reduced dimension last and make rows of it.
   std::vector<int64_t> order;
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -200,25 +146,10 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   reduce[dim] = true;
   const Shape out_shape = a.dim() == 0 ? Shape{} : reduced_shape(x, reduce, keepdim);
   MaxResult r{empty(out_shape, a.dtype(), device), empty(out_shape, kInt64, device)};
-  if (device.is_cuda()) {
-    const int64_t m = rows.numel() / n;
-    detail::cuda::max_rows(r.values.view({m}), r.indices.view({m}), rows.view({m, n}));
-  } else {
-    dispatch_dtype(a.dtype(), [&]<typename T>() {
-      const T* p = rows.data<T>();
-      T* vals = r.values.data<T>();
-      int64_t* idx = r.indices.data<int64_t>();
-      const int64_t m = rows.numel() / n;
-      for (int64_t row = 0; row < m; ++row) {
-        const T* v = p + row * n;
-        int64_t best = 0;
-        for (int64_t i = 1; i < n; ++i)
-          if (beats(static_cast<opmath_t<T>>(v[i]), static_cast<opmath_t<T>>(v[best]))) best = i;
-        vals[row] = v[best];
-        idx[row] = best;
-      }
-    });
-  }
+  const int64_t m = rows.numel() / n;
+  detail::backend(device).max_rows(r.values.view({m}), r.indices.view({m}), rows.view({m, n}));
+  detail::count_cost(static_cast<double>(a.numel()),
+                     static_cast<double>(a.nbytes() + r.values.nbytes() + r.indices.nbytes()));
   if (detail::should_record({&a})) {
     // The gradient goes to the one element each maximum came from.
     const Tensor where_from = keepdim || a.dim() == 0 ? r.indices : r.indices.unsqueeze(dim);
@@ -227,7 +158,7 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
     positions_shape[dim] = n;
     detail::record(r.values, "MaxBackward0", {a},
                    [where_from, kept, in, positions_shape, n](const Tensor& g) {
-                     const Tensor positions = arange(n).to(g.device()).view(positions_shape);
+                     const Tensor positions = arange(n, std::nullopt, g.device()).view(positions_shape);
                      const Tensor hit = eq(positions, where_from.reshape(kept)).to(g.dtype());
                      return std::vector<Tensor>{mul(hit, g.reshape(kept)).reshape(in)};
                    },

@@ -21,11 +21,10 @@ namespace tiny {
 
 class Node;
 
-/// An edge of the graph: the node that receives a gradient, and which of its outputs it is for
-/// (always 0 here: every node has one output).
+/// An edge of the graph: the node that receives a gradient. (PyTorch's edges also say which of
+/// the node's outputs the gradient is for; every node here has one output.)
 struct Edge {
   std::shared_ptr<Node> fn;  ///< the receiving node, or null when that input needs no gradient
-  int input_nr = 0;          ///< which output of `fn` the gradient belongs to
 };
 
 /// One recorded operation (a grad_fn).
@@ -50,7 +49,6 @@ class Node {
   Node(std::string name, std::vector<Edge> next, double forward_flops, double backward_flops);
 
  private:
-  friend struct NodeAccess;
   std::string name_;
   std::vector<Edge> next_;
   double forward_flops_;

@@ -1,4 +1,4 @@
-/// @file csv.h
+/// @file chapter.h
 /// @brief What every chapter program shares: its command line (`--csv DIR` writes the data
 /// behind its figures, one CSV per figure) and how it reports a failure.
 #pragma once

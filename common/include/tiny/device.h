@@ -34,6 +34,10 @@ struct Device {
 /// Prints the device as str() does.
 inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
+/// Waits until all work queued on `device` has finished: cuda::synchronize for a GPU, nothing for
+/// the CPU (whose work is done when the call that does it returns).
+void synchronize(Device device);
+
 namespace cuda {
 /// True when this binary was built with CUDA and a driver and device are present.
 bool available();

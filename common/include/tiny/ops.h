@@ -5,8 +5,8 @@
 /// Every op takes inputs of any strides (transposed, sliced, expanded) and returns a new
 /// contiguous tensor. Operands broadcast as in NumPy and PyTorch; their dtypes promote as
 /// PyTorch's do (a Python number does not widen a tensor: int64 * 2 is int64, float16 + 1.5
-/// is float16, int64 / 2 is float32). Each op has one entry point, which picks the kernel for
-/// the inputs' device.
+/// is float16, int64 / 2 is float32). Each op has one entry point, whatever the device: the
+/// dispatcher runs the kernel of the inputs' device (op_table.h describes the elementwise ones).
 #pragma once
 #include <optional>
 #include <string>
@@ -23,15 +23,30 @@ DType result_type(const Tensor& a, const Tensor& b);
 /// The dtype of `a op s` for a number s.
 DType result_type(const Tensor& a, Scalar s);
 
+// Each elementwise op is a row of the op table (op_table.h) and has three forms, as in PyTorch:
+// `add(a, b)` returns a new tensor; `add_out(out, a, b)` writes into `out` (which must have the
+// result's shape and a dtype the result can be cast to) and returns it; and the in-place
+// method `a.add_(b)` (tensor.h) writes into `a`. In-place and out= forms record no autograd node:
+// they refuse a tensor that requires grad while recording is on, and run freely under NoGradGuard
+// (an optimizer's step).
+
 // ---- elementwise, binary ------------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b);  ///< a + b
-Tensor sub(const Tensor& a, const Tensor& b);  ///< a - b
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a + alpha * b
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a - alpha * b
 Tensor mul(const Tensor& a, const Tensor& b);  ///< a * b
 Tensor div(const Tensor& a, const Tensor& b);  ///< a / b, true division (integers give float32)
 Tensor pow(const Tensor& a, const Tensor& b);  ///< a ** b
 Tensor pow(const Tensor& a, Scalar b);         ///< a ** b
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< elementwise max (NaN propagates)
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< elementwise min (NaN propagates)
+/// start + weight * (end - start), as one fused multiply-add (exactly `end` at weight 1).
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
+/// lerp with a tensor of weights (broadcast with start and end).
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+/// a + value * t1 * t2 (Adam's second moment: `v.addcmul_(g, g, 1 - beta2)`).
+Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/// a + value * t1 / t2 (Adam's step: `p.addcdiv_(m, denom, -lr)`); floating dtypes only.
+Tensor addcdiv(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);
 
 // ---- elementwise, unary (integers and bool are computed as float32 where the result is) ----
 Tensor neg(const Tensor& a);      ///< -a
@@ -44,6 +59,13 @@ Tensor relu(const Tensor& a);     ///< max(a, 0), same dtype
 Tensor gelu(const Tensor& a);     ///< a * Phi(a), the exact (erf) form, PyTorch's default
 Tensor sigmoid(const Tensor& a);  ///< 1 / (1 + e^-a)
 Tensor tanh(const Tensor& a);     ///< hyperbolic tangent
+Tensor square(const Tensor& a);   ///< a * a (recorded as PyTorch records it: PowBackward0)
+Tensor reciprocal(const Tensor& a);  ///< 1 / a
+/// Each element limited to [min, max]; either bound may be left out (not both). NaN stays NaN,
+/// and with min > max every element becomes max, as in PyTorch.
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clamp_min(const Tensor& a, Scalar min);  ///< clamp(a, min, nullopt)
+Tensor clamp_max(const Tensor& a, Scalar max);  ///< clamp(a, nullopt, max)
 
 // ---- comparisons: bool results ------------------------------------------------------------
 Tensor eq(const Tensor& a, const Tensor& b);  ///< a == b
@@ -55,8 +77,39 @@ Tensor ge(const Tensor& a, const Tensor& b);  ///< a >= b
 /// Picks a where `condition` is true and b elsewhere; condition must be bool.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 
-/// A 0-dimensional tensor holding a number, with the number's default dtype unless given.
-Tensor scalar_tensor(Scalar s, std::optional<DType> dtype = std::nullopt);
+// ---- the out= forms ---------------------------------------------------------------------
+Tensor add_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< out = a + alpha b
+Tensor sub_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< out = a - alpha b
+Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a * b
+Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a / b
+Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a ** b
+Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b);         ///< out = a ** b
+Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = maximum(a, b)
+Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = minimum(a, b)
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, Scalar weight);  ///< out = lerp(...)
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight);  ///< out = lerp(...)
+Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);  ///< out = addcmul(...)
+Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);  ///< out = addcdiv(...)
+Tensor neg_out(const Tensor& out, const Tensor& a);      ///< out = -a
+Tensor abs_out(const Tensor& out, const Tensor& a);      ///< out = |a|
+Tensor sqrt_out(const Tensor& out, const Tensor& a);     ///< out = sqrt(a)
+Tensor rsqrt_out(const Tensor& out, const Tensor& a);    ///< out = rsqrt(a)
+Tensor exp_out(const Tensor& out, const Tensor& a);      ///< out = exp(a)
+Tensor log_out(const Tensor& out, const Tensor& a);      ///< out = log(a)
+Tensor relu_out(const Tensor& out, const Tensor& a);     ///< out = relu(a)
+Tensor gelu_out(const Tensor& out, const Tensor& a);     ///< out = gelu(a)
+Tensor sigmoid_out(const Tensor& out, const Tensor& a);  ///< out = sigmoid(a)
+Tensor tanh_out(const Tensor& out, const Tensor& a);     ///< out = tanh(a)
+Tensor square_out(const Tensor& out, const Tensor& a);   ///< out = a * a
+Tensor reciprocal_out(const Tensor& out, const Tensor& a);  ///< out = 1 / a
+/// out = clamp(a, min, max).
+Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor eq_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a == b)
+Tensor ne_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a != b)
+Tensor lt_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a < b)
+Tensor le_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a <= b)
+Tensor gt_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a > b)
+Tensor ge_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a >= b)
 
 // ---- reductions -----------------------------------------------------------------------------
 /// Sum of all elements (int64 for integer and bool inputs).
@@ -141,7 +194,5 @@ Tensor operator<(const Tensor& a, Scalar b);         ///< lt with a number
 Tensor operator<=(const Tensor& a, Scalar b);        ///< le with a number
 Tensor operator>(const Tensor& a, Scalar b);         ///< gt with a number
 Tensor operator>=(const Tensor& a, Scalar b);        ///< ge with a number
-/// Python's `@`: matmul (C++ has no `@`, so the chapters write `matmul(x, w)` or `x.matmul(w)`).
-inline Tensor mm(const Tensor& a, const Tensor& b) { return matmul(a, b); }
 
 }  // namespace tiny

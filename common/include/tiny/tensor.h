@@ -247,6 +247,39 @@ class Tensor {
   Tensor& fill_(Scalar value);
   /// Sets every element to 0.
   Tensor& zero_() { return fill_(0); }
+
+  // ---- in place: the op's result written into this tensor (ops.h; no autograd node) --------
+  Tensor& add_(const Tensor& other, Scalar alpha = 1);  ///< this += alpha * other
+  Tensor& add_(Scalar other);                           ///< this += other
+  Tensor& sub_(const Tensor& other, Scalar alpha = 1);  ///< this -= alpha * other
+  Tensor& sub_(Scalar other);                           ///< this -= other
+  Tensor& mul_(const Tensor& other);                    ///< this *= other
+  Tensor& mul_(Scalar other);                           ///< this *= other
+  Tensor& div_(const Tensor& other);                    ///< this /= other (a floating tensor)
+  Tensor& div_(Scalar other);                           ///< this /= other (a floating tensor)
+  Tensor& pow_(const Tensor& exponent);                 ///< this = this ** exponent
+  Tensor& pow_(Scalar exponent);                        ///< this = this ** exponent
+  Tensor& neg_();                                       ///< this = -this
+  Tensor& abs_();                                       ///< this = |this|
+  Tensor& sqrt_();                                      ///< this = sqrt(this)
+  Tensor& rsqrt_();                                     ///< this = 1 / sqrt(this)
+  Tensor& exp_();                                       ///< this = e^this
+  Tensor& log_();                                       ///< this = ln(this)
+  Tensor& relu_();                                      ///< this = max(this, 0)
+  Tensor& sigmoid_();                                   ///< this = sigmoid(this)
+  Tensor& tanh_();                                      ///< this = tanh(this)
+  Tensor& square_();                                    ///< this = this * this
+  Tensor& reciprocal_();                                ///< this = 1 / this
+  /// this = clamp(this, min, max).
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_min_(Scalar min);                       ///< this = clamp(this, min)
+  Tensor& clamp_max_(Scalar max);                       ///< this = clamp(this, nullopt, max)
+  Tensor& lerp_(const Tensor& end, Scalar weight);      ///< this = lerp(this, end, weight)
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);  ///< this = lerp(this, end, weight)
+  /// this += value * t1 * t2.
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
+  /// this += value * t1 / t2.
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
   /// A copy converted to `dtype` (this tensor itself if it already has that dtype).
   Tensor to(DType dtype) const;
   /// The tensor on `device` (this tensor itself if it is already there). With `non_blocking`, a
@@ -286,6 +319,9 @@ class Tensor {
   Tensor relu() const;                             ///< max(x, 0)
   Tensor sigmoid() const;                          ///< 1 / (1 + e^-x)
   Tensor tanh() const;                             ///< hyperbolic tangent
+  Tensor square() const;                           ///< this * this
+  /// Each element limited to [min, max] (see tiny::clamp).
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor sum() const;                              ///< sum of all elements
   Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;   ///< sum over dims
   Tensor mean() const;                             ///< mean of all elements
@@ -353,15 +389,20 @@ Tensor zeros(const Shape& shape, DType dtype = kFloat32, Device device = Device:
 /// A tensor of ones.
 Tensor ones(const Shape& shape, DType dtype = kFloat32, Device device = Device::cpu());
 /// A tensor filled with `value`; its dtype is the value's (float32, int64 or bool) unless given.
-Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype = std::nullopt,
+            Device device = Device::cpu());
 /// 0, 1, ..., up to but excluding `end`: int64 for integers, float32 for floats (torch.arange).
-Tensor arange(Scalar end, std::optional<DType> dtype = std::nullopt);
+Tensor arange(Scalar end, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
 /// start, start + step, ... up to but excluding `end`.
-Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = std::nullopt);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = std::nullopt,
+              Device device = Device::cpu());
 /// The n x m identity (m = n when omitted).
-Tensor eye(int64_t n, int64_t m = -1, DType dtype = kFloat32);
+Tensor eye(int64_t n, int64_t m = -1, DType dtype = kFloat32, Device device = Device::cpu());
+/// A 0-dimensional tensor holding a number, with the number's default dtype unless given.
+Tensor scalar_tensor(Scalar s, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
 /// A tensor from nested lists: float32 if any number is a float, else int64, else bool.
-Tensor tensor(const NestedList& values, std::optional<DType> dtype = std::nullopt);
+Tensor tensor(const NestedList& values, std::optional<DType> dtype = std::nullopt,
+              Device device = Device::cpu());
 /// A tensor of `shape` holding a copy of `values` (row-major).
 template <typename T> Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   Tensor t = empty(shape, dtype_of<T>());

@@ -13,12 +13,10 @@ namespace tiny {
 
 /// Median seconds per call of `fn` over `trials` runs, after one warm-up call, for work that
 /// runs on `device`. A GPU call returns when its work is queued, not done, so for a CUDA device
-/// the timer waits for the device (cuda::synchronize) after the warm-up and after every call,
+/// the timer waits for the device (synchronize(device)) after the warm-up and after every call,
 /// before it reads the clock; on the CPU the work is done when the call returns.
 inline double timed(const std::function<void()>& fn, Device device, int trials = 10) {
-  auto wait = [&] {
-    if (device.is_cuda()) cuda::synchronize(device.index);
-  };
+  auto wait = [&] { synchronize(device); };
   fn();  // warm up: first-touch page faults, caches, thread pools, cuBLAS's kernel choice
   wait();
   std::vector<double> seconds;

@@ -3,7 +3,7 @@
 #pragma once
 #include "tiny/allocator.h"
 #include "tiny/autograd.h"
-#include "tiny/csv.h"
+#include "tiny/chapter.h"
 #include "tiny/device.h"
 #include "tiny/dtype.h"
 #include "tiny/einops.h"
@@ -13,6 +13,8 @@
 #include "tiny/format.h"
 #include "tiny/functional.h"
 #include "tiny/ops.h"
+#include "tiny/op_table.h"
+#include "tiny/amp.h"
 #include "tiny/quantize.h"
 #include "tiny/random.h"
 #include "tiny/tensor.h"

@@ -1,0 +1,194 @@
+// cpu/matmul.cpp: matrix products on the CPU, through OpenBLAS or the library's own
+// cache-blocked loops (set_matmul_backend chooses), and the choice itself.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "../internal.h"
+#include "cpu.h"
+#include "tiny/ops.h"
+
+#ifdef TINY_HAS_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace tiny {
+
+namespace detail::cpu {
+
+namespace {
+
+std::atomic<MatmulBackend> g_backend{MatmulBackend::Blas};
+
+// A matrix in memory: element (i, j) is at data[i * rs + j * cs].
+template <typename T> struct MatrixRef {
+  const T* data;
+  int64_t rs, cs;
+  T operator()(int64_t i, int64_t j) const { return data[i * rs + j * cs]; }
+};
+
+// Copies a rows x cols matrix into `buffer` in row-major order and points `m` at the copy.
+template <typename T> void pack_rows(MatrixRef<T>& m, int64_t rows, int64_t cols, std::vector<T>& buffer) {
+  buffer.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) buffer[i * cols + j] = m(i, j);
+  m = {buffer.data(), cols, 1};
+}
+
+// C (M x N, row-major, contiguous) = A (M x K) @ B (K x N), with cache blocking: a block of B's
+// rows stays in cache while every row of A's block streams past it, and the innermost loop runs
+// along a contiguous row of B and C, which the compiler vectorises.
+template <typename T>
+void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  std::fill(C, C + M * N, T(0));
+  // Make B row-major so its rows are contiguous (a copy only when it is not already).
+  std::vector<T> packed;
+  if (B.cs != 1) pack_rows(B, K, N, packed);
+  const T* b = B.data;
+  const int64_t ldb = B.rs;
+  constexpr int64_t kc = 256, nc = 512, mc = 64;
+  for (int64_t j0 = 0; j0 < N; j0 += nc) {
+    const int64_t j1 = std::min(N, j0 + nc);
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+      const int64_t k1 = std::min(K, k0 + kc);
+      for (int64_t i0 = 0; i0 < M; i0 += mc) {
+        const int64_t i1 = std::min(M, i0 + mc);
+        for (int64_t i = i0; i < i1; ++i) {
+          T* c = C + i * N;
+          for (int64_t k = k0; k < k1; ++k) {
+            const T aik = A(i, k);
+            const T* brow = b + k * ldb;
+            for (int64_t j = j0; j < j1; ++j) c[j] += aik * brow[j];
+          }
+        }
+      }
+    }
+  }
+}
+
+#ifdef TINY_HAS_OPENBLAS
+// A BLAS reads a matrix either row by row or column by column (detail::blas_layout); anything
+// else is copied into rows first.
+template <typename T> bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t cols,
+                                       CBLAS_TRANSPOSE& trans, int64_t& ld) {
+  const auto layout = detail::blas_layout(rows, cols, m.rs, m.cs);
+  if (!layout) return false;
+  trans = layout->transposed ? CblasTrans : CblasNoTrans;
+  ld = layout->ld;
+  return true;
+}
+
+template <typename T>
+void gemm_blas(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  CBLAS_TRANSPOSE ta = CblasNoTrans, tb = CblasNoTrans;
+  int64_t lda = 0, ldb = 0;
+  std::vector<T> a_copy, b_copy;
+  if (!blas_layout(A, M, K, ta, lda)) {
+    pack_rows(A, M, K, a_copy);
+    blas_layout(A, M, K, ta, lda);
+  }
+  if (!blas_layout(B, K, N, tb, ldb)) {
+    pack_rows(B, K, N, b_copy);
+    blas_layout(B, K, N, tb, ldb);
+  }
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A.data, lda, B.data, ldb, 0.0f, C, N);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A.data, lda, B.data, ldb, 0.0, C, N);
+}
+#endif
+
+// One matrix product into contiguous C, by whichever implementation is selected.
+template <typename T>
+void gemm(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    std::fill(C, C + M * N, T(0));
+    return;
+  }
+  // A dimension of size 1 is never stepped along, so its stride may be anything; give it the
+  // value a row-major layout would have, which a BLAS accepts.
+  if (M == 1) A.rs = K * A.cs;
+  if (K == 1) { A.cs = 1; B.rs = N * B.cs; }
+  if (N == 1) B.cs = 1;
+#ifdef TINY_HAS_OPENBLAS
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (g_backend.load() == MatmulBackend::Blas) return gemm_blas(M, N, K, A, B, C);
+  }
+#endif
+  gemm_blocked(M, N, K, A, B, C);
+}
+
+}  // namespace
+
+// out (..., M, N) = a (..., M, K) @ b (..., K, N), batch dimensions equal (any strides, so an
+// expanded operand is read in place); the 16-bit floats are multiplied in float32 and rounded
+// once at the end.
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const int64_t nd = a.dim();
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
+  const Shape batch(a.shape().begin(), a.shape().end() - 2);
+  const DType dt = a.dtype();
+  const DType compute = (dt == kFloat16 || dt == kBFloat16) ? kFloat32 : dt;
+  const Tensor x = a.to(compute), y = b.to(compute);
+  const Tensor c = compute == dt ? out : empty(out.shape(), compute);
+  const int64_t nbatch = shape_numel(batch);
+  dispatch_dtype(compute, [&]<typename T>() {
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, bool>) {
+      throw TypeError("\"addmm_impl_cpu_\" not implemented for '" + std::string(dtype_legacy_name(dtype_of<T>())) + "'");
+    } else {
+      const T* pa = x.data<T>();
+      const T* pb = y.data<T>();
+      T* pc = c.data<T>();
+      std::vector<int64_t> idx(batch.size(), 0);
+      for (int64_t bi = 0; bi < nbatch; ++bi) {
+        int64_t oa = 0, ob = 0;
+        for (size_t d = 0; d < batch.size(); ++d) {
+          oa += idx[d] * x.strides()[d];
+          ob += idx[d] * y.strides()[d];
+        }
+        gemm<T>(M, N, K, {pa + oa, x.stride(nd - 2), x.stride(nd - 1)}, {pb + ob, y.stride(nd - 2), y.stride(nd - 1)},
+                pc + bi * M * N);
+        for (size_t d = batch.size(); d-- > 0;) {  // next batch index, odometer style
+          if (++idx[d] < batch[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+  });
+  if (!c.shares_storage_with(out)) copy(out, c);
+}
+
+}  // namespace detail::cpu
+
+using detail::cpu::g_backend;
+
+void set_matmul_backend(MatmulBackend backend) { g_backend.store(backend); }
+
+MatmulBackend matmul_backend() { return g_backend.load(); }
+
+bool blas_available() {
+#ifdef TINY_HAS_OPENBLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string matmul_backend_description() {
+#ifdef TINY_HAS_OPENBLAS
+  if (g_backend.load() == MatmulBackend::Blas) {
+    // The config string starts "OpenBLAS 0.3.21 ..."; keep the name and version.
+    std::string config = openblas_get_config();
+    const size_t second_space = config.find(' ', config.find(' ') + 1);
+    return config.substr(0, second_space) + ", " + openblas_get_corename() + " kernels, " +
+           std::to_string(openblas_get_num_threads()) + " threads";
+  }
+  return "the library's blocked loops (OpenBLAS switched off)";
+#else
+  return "the library's blocked loops (no OpenBLAS found at build time)";
+#endif
+}
+
+}  // namespace tiny

@@ -1,0 +1,326 @@
+// dispatch.cpp: the one dispatcher of elementwise ops (see dispatch.h for its steps), type
+// promotion, the checks of in-place and out= writes, autocast's state, and the cost counters.
+#include "dispatch.h"
+
+#include <vector>
+
+#include "autograd_internal.h"
+#include "derivatives.h"
+#include "internal.h"
+#include "tiny/amp.h"
+#include "tiny/ops.h"
+
+namespace tiny {
+
+// ---- cost counters ------------------------------------------------------------------------------
+
+namespace {
+thread_local std::vector<CostCounter*> t_counters;
+}  // namespace
+
+CostCounter::CostCounter() { t_counters.push_back(this); }
+CostCounter::~CostCounter() { std::erase(t_counters, this); }
+
+void count_op_cost(double flops, double bytes) {
+  for (CostCounter* c : t_counters) {
+    c->flops_ += flops;
+    c->bytes_ += bytes;
+    ++c->ops_;
+  }
+}
+
+// ---- autocast -----------------------------------------------------------------------------------
+
+namespace {
+struct AutocastState {
+  bool enabled = false;
+  DType dtype;
+};
+// Per device type (CPU, CUDA), with PyTorch's default dtypes.
+thread_local AutocastState t_autocast[detail::kBackends] = {{false, kBFloat16}, {false, kFloat16}};
+}  // namespace
+
+AutocastGuard::AutocastGuard(Device::Type device, DType dtype) : device_(device) {
+  if (dtype != kFloat16 && dtype != kBFloat16)
+    throw ValueError(std::string("autocast runs ops in float16 or bfloat16, not ") + dtype_name(dtype));
+  AutocastState& s = t_autocast[static_cast<int>(device)];
+  previous_enabled_ = s.enabled;
+  previous_dtype_ = s.dtype;
+  s = {true, dtype};
+}
+
+AutocastGuard::~AutocastGuard() { t_autocast[static_cast<int>(device_)] = {previous_enabled_, previous_dtype_}; }
+
+bool autocast_enabled(Device::Type device) { return t_autocast[static_cast<int>(device)].enabled; }
+DType autocast_dtype(Device::Type device) { return t_autocast[static_cast<int>(device)].dtype; }
+
+namespace detail {
+
+// ---- devices and dtypes -------------------------------------------------------------------------
+
+namespace {
+
+Device common_device(const char* op, const Tensor* const* inputs, int n) {
+  const Tensor* first = nullptr;
+  for (int k = 0; k < n; ++k) {
+    const Tensor* t = inputs[k];
+    if (!t->defined()) throw RuntimeError(std::string(op) + "(): got an undefined tensor");
+    if (t->dim() == 0 && t->device().is_cpu() && n > 1) continue;  // a number
+    if (first && !(first->device() == t->device()))
+      throw RuntimeError("Expected all tensors to be on the same device, but found at least two devices, " +
+                         first->device().str() + " and " + t->device().str() + "!");
+    if (!first) first = t;
+  }
+  return first ? first->device() : Device::cpu();
+}
+
+// PyTorch's ResultTypeState: the best dtype among dimensioned tensors, among 0-dim tensors, and
+// among plain numbers.
+struct Promotion {
+  std::optional<DType> dim_result, zero_result, number_result;
+
+  static void update(std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; }
+  void add(const Tensor& t) { update(t.dim() > 0 ? dim_result : zero_result, t.dtype()); }
+  void add(const Scalar& s) { update(number_result, s.default_dtype()); }
+
+  static int category(DType d) { return d == kBool ? 0 : is_integral(d) ? 1 : 2; }
+  // A lower-priority operand changes the result only if it is of a higher category (a float
+  // number makes an integer tensor float, but a float64 number leaves float16 alone).
+  static std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+    if (!higher) return lower;
+    if (!lower) return higher;
+    if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
+    return higher;
+  }
+  DType result() const { return combine(dim_result, combine(zero_result, number_result)).value_or(kFloat32); }
+};
+
+std::string not_implemented(const char* name, DType d) {
+  return std::string("\"") + name + "\" not implemented for '" + dtype_legacy_name(d) + "'";
+}
+
+// True when two tensors read exactly the same elements in the same order (an in-place op's
+// `self` passed as another input too): then reading and writing element by element is safe.
+bool same_view(const Tensor& a, const Tensor& b) {
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
+         a.strides() == b.strides();
+}
+
+// Autocast's casts (recorded: gradients flow back through them in the inputs' own dtypes).
+// Float64 is never cast, as in PyTorch.
+void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cast, std::array<const Tensor*, 3>& in,
+                    int n) {
+  const AutocastState& s = t_autocast[static_cast<int>(device.type)];
+  if (cls == AutocastClass::None || !s.enabled) return;
+  auto eligible = [](const Tensor& t) { return is_floating(t.dtype()) && t.dtype() != kFloat64; };
+  std::optional<DType> target;
+  if (cls == AutocastClass::LowerPrecision) target = s.dtype;
+  if (cls == AutocastClass::Float32) target = kFloat32;
+  if (cls == AutocastClass::Promote)
+    for (int k = 0; k < n; ++k)
+      if (eligible(*in[k])) target = target ? promote_types(*target, in[k]->dtype()) : in[k]->dtype();
+  if (!target) return;
+  for (int k = 0; k < n; ++k) {
+    if (!eligible(*in[k]) || in[k]->dtype() == *target) continue;
+    cast[k] = in[k]->to(*target);
+    in[k] = &cast[k];
+  }
+}
+
+// Records the node of an op whose inputs need gradients, from its row in the derivatives table.
+void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Tensor*, 3>& in, int n,
+                       const ops::Scalars& scalars) {
+  const Derivative& d = *op.derivative;
+  std::array<bool, 3> needs{};
+  uint8_t mask = 0;
+  for (int k = 0; k < n; ++k) {
+    needs[k] = in[k]->requires_grad();
+    mask |= static_cast<uint8_t>(needs[k]) << k;
+  }
+  auto kept = [mask](uint8_t keep) { return (keep & kAlways) || (keep & mask); };
+  std::array<SavedTensor, 3> saved;
+  for (int k = 0; k < n; ++k)
+    if (kept(d.keep[k])) saved[k] = SavedTensor(*in[k]);
+  SavedTensor saved_result(kept(d.keep_result) ? out : Tensor());
+  const double numel = static_cast<double>(out.numel());
+  double backward_flops = 0;
+  for (int k = 0; k < n; ++k) backward_flops += needs[k] ? d.flops[k] * numel : 0;
+  std::vector<Tensor> inputs;
+  inputs.reserve(n);
+  for (int k = 0; k < n; ++k) inputs.push_back(*in[k]);
+  record(
+      out, op.info.node, inputs,
+      [saved = std::move(saved), saved_result = std::move(saved_result), scalars, needs, n,
+       formula = d.formula](const Tensor& g) {
+        BackwardArgs args{g, {saved[0].unpack(), saved[1].unpack(), saved[2].unpack()}, saved_result.unpack(),
+                          scalars, needs};
+        const std::array<Tensor, 3> grads = formula(args);
+        return std::vector<Tensor>(grads.begin(), grads.begin() + n);
+      },
+      op.info.flops * numel, backward_flops);
+}
+
+}  // namespace
+
+Device op_device(const char* op, std::initializer_list<const Tensor*> inputs) {
+  return common_device(op, inputs.begin(), static_cast<int>(inputs.size()));
+}
+
+DType result_type(std::initializer_list<const Tensor*> tensors, std::initializer_list<std::optional<Scalar>> numbers) {
+  Promotion p;
+  for (const Tensor* t : tensors) p.add(*t);
+  for (const auto& s : numbers)
+    if (s) p.add(*s);
+  return p.result();
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;  // a float into an integer or bool
+  if (from != kBool && to == kBool) return false;           // a number into bool
+  return true;
+}
+
+void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources, int n) {
+  if (!grad_mode_enabled()) return;
+  if (self.requires_grad() && self.is_leaf())
+    throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
+  // The tape records out-of-place ops only: a write into a tensor it tracks (or of a tracked
+  // tensor into an untracked one) would silently lose gradients, so it is refused.
+  if (self.requires_grad())
+    throw RuntimeError(std::string(op) + "(): in-place operation on a tensor that is part of the autograd graph (grad_fn=" +
+                       self.grad_fn()->name() +
+                       "): this tape records out-of-place operations only; compute the result out of place");
+  for (int k = 0; k < n; ++k)
+    if (sources[k]->requires_grad())
+      throw RuntimeError(std::string(op) + "(): in-place write of a tensor that requires grad into one that does not: "
+                         "the gradient would be lost; use the result out of place, or detach() the input");
+}
+
+void check_no_internal_overlap(const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (self.stride(d) == 0 && self.size(d) > 1)
+      throw RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                         "single memory location. Please clone() the tensor before performing the operation.");
+}
+
+Tensor autocast(const Tensor& t, AutocastClass cls) {
+  std::array<Tensor, 3> cast;
+  std::array<const Tensor*, 3> in = {&t, nullptr, nullptr};
+  apply_autocast(cls, t.device(), cast, in, 1);
+  return *in[0];
+}
+
+void count_cost(double flops, double bytes) {
+  if (!t_counters.empty()) count_op_cost(flops, bytes);
+}
+
+// ---- the dispatcher -----------------------------------------------------------------------------
+
+Tensor run(const Call& c) {
+  const OpEntry& op = *c.op;
+  const int n = op.info.arity;
+  const char* name = op.info.name;
+
+  // 1. Devices: the inputs' and the destination's.
+  std::array<const Tensor*, 4> all = {c.inputs[0], c.inputs[1], c.inputs[2], nullptr};
+  int with_out = n;
+  if (c.out && !c.inplace) all[with_out++] = c.out;
+  const Device device = common_device(name, all.data(), with_out);
+
+  // 2. Autocast.
+  std::array<const Tensor*, 3> in = c.inputs;
+  std::array<Tensor, 3> cast;
+  apply_autocast(op.info.autocast, device, cast, in, n);
+
+  // 3. Dtypes.
+  DType compute = kFloat32;
+  if (c.compute) {
+    compute = *c.compute;
+  } else {
+    Promotion p;
+    for (int k = 0; k < n; ++k) p.add(*in[k]);
+    for (const auto& s : c.numbers)
+      if (s) p.add(*s);
+    compute = p.result();
+  }
+  const DTypeRule rule = op.info.dtype_rule;
+  if (rule == DTypeRule::IntegerToFloat && !is_floating(compute)) compute = kFloat32;
+  if (compute == kBool && op.bool_error) throw TypeError(op.bool_error);
+  const OpEntry& kernel = c.kernel ? *c.kernel : op;
+  for (const OpEntry* e : {&op, &kernel}) {
+    const bool ok = e->types == ops::Types::All || (e->types == ops::Types::NoBool && compute != kBool) ||
+                    is_floating(compute);
+    if (!ok) throw TypeError(not_implemented(op.kernel_name, compute));
+  }
+  const DType result = rule == DTypeRule::Compare ? kBool : compute;
+
+  // 4. The destination.
+  Shape broadcast;
+  const Shape* shape_of_result = &in[0]->shape();
+  for (int k = 1; k < n; ++k)
+    if (in[k]->shape() != *shape_of_result) shape_of_result = &(broadcast = broadcast_shapes(*shape_of_result, in[k]->shape()));
+  const Shape& shape = *shape_of_result;
+  Tensor dst;
+  if (c.out) {
+    const Tensor& o = *c.out;
+    if (o.shape() != shape) {
+      if (c.inplace)
+        throw RuntimeError("output with shape " + shape_str(o.shape()) + " doesn't match the broadcast shape " +
+                           shape_str(shape));
+      throw RuntimeError(std::string(name) + "(): the out= tensor has shape " + shape_str(o.shape()) +
+                         ", but the result has shape " + shape_str(shape) +
+                         " (this library does not resize out= tensors)");
+    }
+    if (!can_cast(result, o.dtype()))
+      throw RuntimeError(std::string("result type ") + dtype_legacy_name(result) +
+                         " can't be cast to the desired output type " + dtype_legacy_name(o.dtype()));
+    if (c.inplace) {
+      check_inplace_autograd(name, o, in.data() + 1, n - 1);
+    } else if (grad_mode_enabled()) {
+      bool any = o.requires_grad();
+      for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
+      if (any)
+        throw RuntimeError(std::string(name) + "(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.");
+    }
+    check_no_internal_overlap(o);
+    o.storage()->bump_version();
+    dst = o.dtype() == result ? o : empty(shape, result, device);
+  } else {
+    dst = empty(shape, result, device);
+  }
+
+  // 5. The cost: each input read once, the output written once.
+  if (!t_counters.empty()) {
+    double bytes = static_cast<double>(dst.nbytes());
+    for (int k = 0; k < n; ++k) bytes += static_cast<double>(in[k]->nbytes());
+    count_op_cost(op.info.flops * static_cast<double>(dst.numel()), bytes);
+  }
+
+  // 6. The kernel, on inputs in the compute dtype. An input that shares memory with the
+  // destination in another layout is copied first, so no element is overwritten before it is read.
+  {
+    NoGradGuard plain;  // the conversions are not part of the graph; the op is, below
+    std::array<Tensor, 3> converted;
+    std::array<const Tensor*, 3> args = in;
+    for (int k = 0; k < n; ++k) {
+      if (in[k]->dtype() != compute) args[k] = &(converted[k] = in[k]->to(compute));
+      if (c.out && args[k]->shares_storage_with(dst) && !same_view(*args[k], dst))
+        args[k] = &(converted[k] = args[k]->clone());
+    }
+    kernel.kernels[static_cast<int>(device.type)](dst, args.data(), c.scalars);
+    if (c.out && !dst.shares_storage_with(*c.out)) backend(device).copy(*c.out, dst);
+  }
+  if (c.out) return *c.out;
+
+  // 7. The autograd node.
+  if (op.derivative && grad_mode_enabled()) {
+    bool any = false;
+    for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
+    if (any) record_from_table(dst, op, in, n, c.scalars);
+  }
+  return dst;
+}
+
+}  // namespace detail
+}  // namespace tiny

@@ -1,0 +1,99 @@
+// dispatch.h: the op table's rows as the library sees them, and the one dispatcher that runs
+// them. Not part of the public API (op_table.h is the public view of the table).
+//
+// An elementwise op is called as, for example,
+//   static const OpEntry& op = op_entry("add");
+//   return run({.op = &op, .inputs = {&a, &b}, .scalars = {alpha}});
+// and run() does every step in one place, in this order:
+//   1. devices: all inputs on one device (a 0-dim CPU tensor may join any: it is a number);
+//   2. autocast: casts the inputs as the op's autocast class asks, when a guard is on;
+//   3. dtypes: PyTorch's promotion over the inputs, then the op's DTypeRule; "not implemented"
+//      for dtypes its kernels do not exist for;
+//   4. the output: a new tensor, or the out= tensor, or the input itself for an in-place form,
+//      each checked as PyTorch checks it (shape, castable dtype, overlapping memory, autograd);
+//   5. the cost, into every live CostCounter;
+//   6. the kernel of the device's backend, from the op's row;
+//   7. the autograd node, from the op's derivative (derivatives.cpp), unless nothing needs it.
+#pragma once
+#include <array>
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+
+#include "backend.h"
+#include "op_list.h"
+#include "tiny/op_table.h"
+#include "tiny/tensor.h"
+
+namespace tiny::detail {
+
+struct Derivative;
+
+/// One row of the op table: what op_table.h shows, and what the dispatcher needs besides.
+struct OpEntry {
+  OpInfo info;
+  ops::Types types;                    ///< the dtypes its kernels are compiled for
+  const char* kernel_name;             ///< the name in "not implemented for" errors
+  const char* bool_error;              ///< raised (TypeError) for bool inputs, or null
+  ElementwiseKernel kernels[kBackends];  ///< per backend (Device::Type)
+  const Derivative* derivative;        ///< its backward formula; null when not differentiable
+};
+
+/// Each row's index in the table, named as the row is: OpId::add, OpId::lerp_scalar, ...
+enum class OpId : uint8_t {
+#define TINY_OP_ID(NAME, ...) NAME,
+  TINY_OP_ROWS(TINY_OP_ID)
+#undef TINY_OP_ID
+      kCount
+};
+
+/// The row with id `id` (an array index: this is on every op's path).
+const OpEntry& op_entry(OpId id);
+/// The row named `name`, or null.
+const OpEntry* find_op_entry(std::string_view name);
+
+/// One call of an elementwise op.
+struct Call {
+  const OpEntry* op;                      ///< what is computed, counted and recorded
+  std::array<const Tensor*, 3> inputs{};  ///< the first op->info.arity are used
+  ops::Scalars scalars{};                 ///< the op's numbers (see elementwise_ops.h)
+  /// Numbers that take part in dtype promotion as Python numbers do (clamp's bounds).
+  std::array<std::optional<Scalar>, 2> numbers{};
+  const Tensor* out = nullptr;            ///< write here (out=), or into inputs[0] (in-place)
+  bool inplace = false;                   ///< the out tensor is inputs[0]
+  const OpEntry* kernel = nullptr;        ///< a cheaper op whose kernel gives the same values
+  std::optional<DType> compute{};         ///< the compute dtype, when the caller has decided it
+};
+
+/// Runs one call (the steps above) and returns the result: a new tensor, or the out tensor.
+Tensor run(const Call& call);
+
+/// The device an op runs on: all tensor inputs must share one, except that a 0-dim CPU tensor
+/// may join tensors on any device (it is a number, passed to the kernel by value). RuntimeError
+/// with PyTorch's message for two devices, or for an undefined tensor.
+Device op_device(const char* op, std::initializer_list<const Tensor*> inputs);
+
+/// The dtype PyTorch's promotion gives these operands together (torch.result_type).
+DType result_type(std::initializer_list<const Tensor*> tensors,
+                  std::initializer_list<std::optional<Scalar>> numbers = {});
+
+/// True when a value of dtype `from` may be written into a tensor of dtype `to` by an in-place
+/// or out= op (PyTorch's canCast: no float into an integer, nothing but bool into bool).
+bool can_cast(DType from, DType to);
+
+/// Refuses an in-place write into `self`, of values computed from the `n` tensors `sources`,
+/// that the tape cannot follow (PyTorch's message for a leaf).
+void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources, int n);
+
+/// Refuses an in-place write into memory that several elements share (an expanded tensor).
+void check_no_internal_overlap(const Tensor& self);
+
+/// `t` as autocast would give it to an op of class `cls` (LowerPrecision or Float32) on its
+/// device: cast (a recorded op) when a guard is on and `t` is eligible, else `t` itself. For the
+/// ops that do not go through run() (reductions, matmul).
+Tensor autocast(const Tensor& t, AutocastClass cls);
+
+/// Adds an op's cost to the live CostCounters (a no-op when there are none).
+void count_cost(double flops, double bytes);
+
+}  // namespace tiny::detail
