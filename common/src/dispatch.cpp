@@ -260,7 +260,8 @@ Tensor run(const Call& c) {
   for (int k = 1; k < n; ++k)
     if (in[k]->shape() != *shape_of_result) shape_of_result = &(broadcast = broadcast_shapes(*shape_of_result, in[k]->shape()));
   const Shape& shape = *shape_of_result;
-  Tensor dst;
+  Tensor fresh;  // the result, when it needs memory of its own
+  const Tensor* dst = &fresh;
   if (c.out) {
     const Tensor& o = *c.out;
     if (o.shape() != shape) {
@@ -285,16 +286,17 @@ Tensor run(const Call& c) {
     }
     check_no_internal_overlap(o);
     o.storage()->bump_version();
-    dst = o.dtype() == result ? o : empty(shape, result, device);
+    if (o.dtype() == result) dst = &o;
+    else fresh = empty(shape, result, device);
   } else {
-    dst = empty(shape, result, device);
+    fresh = empty(shape, result, device);
   }
 
   // 5. The cost: each input read once, the output written once.
   if (!t_counters.empty()) {
-    double bytes = static_cast<double>(dst.nbytes());
+    double bytes = static_cast<double>(dst->nbytes());
     for (int k = 0; k < n; ++k) bytes += static_cast<double>(in[k]->nbytes());
-    count_op_cost(op.info.flops * static_cast<double>(dst.numel()), bytes);
+    count_op_cost(op.info.flops * static_cast<double>(dst->numel()), bytes);
   }
 
   // 6. The kernel, on inputs in the compute dtype. An input that shares memory with the
@@ -305,21 +307,21 @@ Tensor run(const Call& c) {
     std::array<const Tensor*, 3> args = in;
     for (int k = 0; k < n; ++k) {
       if (in[k]->dtype() != compute) args[k] = &(converted[k] = in[k]->to(compute));
-      if (c.out && args[k]->shares_storage_with(dst) && !same_view(*args[k], dst))
+      if (c.out && args[k]->shares_storage_with(*dst) && !same_view(*args[k], *dst))
         args[k] = &(converted[k] = args[k]->clone());
     }
-    kernel.kernels[static_cast<int>(device.type)](dst, args.data(), c.scalars);
-    if (c.out && !dst.shares_storage_with(*c.out)) backend(device).copy(*c.out, dst);
+    kernel.kernels[static_cast<int>(device.type)](*dst, args.data(), c.scalars);
+    if (c.out && dst != c.out) backend(device).copy(*c.out, *dst);
   }
-  if (c.out) return *c.out;
+  if (c.out) return c.inplace ? Tensor() : *c.out;
 
   // 7. The autograd node.
   if (op.derivative && grad_mode_enabled()) {
     bool any = false;
     for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
-    if (any) record_from_table(dst, op, in, n, c.scalars);
+    if (any) record_from_table(fresh, op, in, n, c.scalars);
   }
-  return dst;
+  return fresh;
 }
 
 }  // namespace detail

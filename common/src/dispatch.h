@@ -65,7 +65,8 @@ struct Call {
   std::optional<DType> compute{};         ///< the compute dtype, when the caller has decided it
 };
 
-/// Runs one call (the steps above) and returns the result: a new tensor, or the out tensor.
+/// Runs one call (the steps above) and returns the result: a new tensor, or the out= tensor; for
+/// an in-place call, an undefined tensor (the caller holds the one it wrote).
 Tensor run(const Call& call);
 
 /// The device an op runs on: all tensor inputs must share one, except that a 0-dim CPU tensor
