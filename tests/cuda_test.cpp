@@ -10,6 +10,7 @@
 
 #include <array>
 
+#include "dispatch.h"
 #include "internal.h"
 #include "test_util.h"
 #include "tiny/tiny.h"
@@ -288,6 +289,53 @@ TEST(CudaOps, UnaryOpsMatchTheCpu) {
       ASSERT_TRUE(equal(x.pow(2).cpu(), gx.pow(2).cpu()));
     }
   }
+}
+
+// Every row of the op table, run by the dispatcher on the GPU and on the CPU with the same
+// inputs (positive, so that log and sqrt are defined; broadcast and laid out at random) and the
+// same scalars: the CUDA kernel of each row is the same expression as the CPU's.
+TEST(CudaOps, EveryOpTableRowMatchesTheCpu) {
+  TINY_REQUIRE_CUDA();
+  TINY_SEEDED(rng);
+  for (const OpInfo* info : op_table()) {
+    const detail::OpEntry& row = *detail::find_op_entry(info->name);
+    for (DType dt : kFloats) {
+      SCOPED_TRACE(std::string(info->name) + " " + dtype_name(dt));
+      const Shape shape = random_shape(rng, 3, 6);
+      std::vector<Tensor> cpu, gpu;
+      for (int k = 0; k < info->arity; ++k) {
+        const Tensor v = random_values(rng, k == 0 ? shape : broadcastable(rng, shape), true);
+        cpu.push_back(v.to(dt));
+        gpu.push_back(on_gpu(rng, v, dt));
+      }
+      auto call = [&](const std::vector<Tensor>& in) {
+        detail::Call c{.op = &row, .scalars = {0.3, 0.7}};
+        for (int k = 0; k < info->arity; ++k) c.inputs[k] = &in[k];
+        return detail::run(c);
+      };
+      // Transcendental functions go through the GPU's math library, which may differ from
+      // glibc's by an ulp or two before the final rounding to dtype.
+      ASSERT_TRUE(close(call(gpu).cpu(), call(cpu), 0, 4 * eps_of(dt)));
+    }
+  }
+}
+
+// The out= and in-place forms write into GPU memory as they do on the CPU, and a destination on
+// another device is refused with PyTorch's message.
+TEST(CudaOps, OutAndInPlaceFormsOnTheGpu) {
+  TINY_REQUIRE_CUDA();
+  const Tensor a = arange(6, kFloat32).view({2, 3}), b = full({3}, 0.5);
+  const Tensor ga = a.cuda(), gb = b.cuda();
+  Tensor out = empty({2, 3}, kFloat32, kGpu);
+  addcmul_out(out, ga, ga, gb, 2);
+  EXPECT_TRUE(equal(out.cpu(), addcmul(a, a, b, 2)));
+  Tensor m = ga.clone();
+  m.mul_(0.9).lerp_(gb.expand({2, 3}), 0.1).clamp_(0.5, 3.0);
+  Tensor c = a.clone();
+  c.mul_(0.9).lerp_(b.expand({2, 3}), 0.1).clamp_(0.5, 3.0);
+  EXPECT_TRUE(close(m.cpu(), c, 0, 4 * eps_of(kFloat32)));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({2, 3}), ga, ga); },
+                                        "Expected all tensors to be on the same device"));
 }
 
 TEST(CudaOps, CpuScalarsJoinGpuTensors) {
