@@ -27,12 +27,12 @@ namespace tiny {
   X(Int64, int64_t, "int64", "Long", 2)           \
   X(Bool, bool, "bool", "Bool", 0)
 
-/// The element types a tensor can hold.
-enum class DType : uint8_t {
+/// \cond INTERNAL
 #define TINY_DTYPE_ENUM(NAME, CPP, STR, LEGACY, RANK) NAME,
-  TINY_FORALL_DTYPES(TINY_DTYPE_ENUM)
+/// \endcond
+/// The element types a tensor can hold.
+enum class DType : uint8_t { TINY_FORALL_DTYPES(TINY_DTYPE_ENUM) };
 #undef TINY_DTYPE_ENUM
-};
 
 inline constexpr DType kFloat32 = DType::Float32;    ///< torch.float32, the default float type
 inline constexpr DType kFloat64 = DType::Float64;    ///< torch.float64
@@ -42,12 +42,12 @@ inline constexpr DType kInt32 = DType::Int32;        ///< torch.int32
 inline constexpr DType kInt64 = DType::Int64;        ///< torch.int64, the default integer type
 inline constexpr DType kBool = DType::Bool;          ///< torch.bool
 
-/// Every dtype, in declaration order (for tables and tests).
-inline constexpr DType kAllDTypes[] = {
+/// \cond INTERNAL
 #define TINY_DTYPE_VALUE(NAME, CPP, STR, LEGACY, RANK) DType::NAME,
-    TINY_FORALL_DTYPES(TINY_DTYPE_VALUE)
+/// \endcond
+/// Every dtype, in declaration order (for tables and tests).
+inline constexpr DType kAllDTypes[] = {TINY_FORALL_DTYPES(TINY_DTYPE_VALUE)};
 #undef TINY_DTYPE_VALUE
-};
 
 /// Bytes per element: 4, 8, 2, 2, 4, 8, 1.
 size_t element_size(DType dtype);
@@ -94,16 +94,16 @@ using opmath_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T,
 
 /// Calls `f.template operator()<T>()` with T the C++ element type of `dtype`: the one place
 /// where a runtime dtype becomes a compile-time type.
-template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
-  switch (dtype) {
+/// \cond INTERNAL
 #define TINY_DTYPE_CASE(NAME, CPP, STR, LEGACY, RANK) \
   case DType::NAME:                                   \
     return f.template operator()<CPP>();
-    TINY_FORALL_DTYPES(TINY_DTYPE_CASE)
-#undef TINY_DTYPE_CASE
-  }
+/// \endcond
+template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
+  switch (dtype) { TINY_FORALL_DTYPES(TINY_DTYPE_CASE) }
   throw RuntimeError("unknown dtype");
 }
+#undef TINY_DTYPE_CASE
 
 /// dispatch_dtype for ops defined only on floating-point types: instantiates `f` for the four
 /// float types alone, and raises TypeError for the others.
