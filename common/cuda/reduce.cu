@@ -1,6 +1,6 @@
 // reduce.cu: sums (and means) of rows, and the largest element of each row with its index, on
-// the GPU. reduce.cpp has already moved the reduced dimensions last and made them contiguous,
-// so every output is one contiguous row of the input.
+// the GPU. The backend's sum (cuda_backend.cpp) and max (reduce.cpp) have already moved the
+// reduced dimensions last and made them contiguous, so every output is one contiguous row.
 //
 // A block of threads reads a row together (neighbouring threads, neighbouring elements) and
 // combines its partial results in shared memory. When there are few rows and they are long (the
