@@ -336,6 +336,9 @@ TEST(CudaOps, OutAndInPlaceFormsOnTheGpu) {
   EXPECT_TRUE(close(m.cpu(), c, 0, 4 * eps_of(kFloat32)));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({2, 3}), ga, ga); },
                                         "Expected all tensors to be on the same device"));
+  // A 0-dim CPU tensor is a number as an input, but not as a destination.
+  Tensor number = scalar_tensor(1.0);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { number.add_(sum(ga)); }, "Expected all tensors to be on the same device"));
 }
 
 TEST(CudaOps, CpuScalarsJoinGpuTensors) {

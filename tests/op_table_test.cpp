@@ -168,6 +168,8 @@ TEST(OpTable, NewOpsFollowPyTorchsEdgeCases) {
                                         "torch.clamp: At least one of 'min' or 'max' must not be None"));
   EXPECT_TRUE(throws_with<RuntimeError>([] { addcdiv(tensor({1}), tensor({1}), tensor({2})); },
                                         "Integer division with addcdiv is no longer supported"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { lerp(tensor({1.0}), tensor({2.0}, kFloat64), 0.5); },
+                                        "expected dtype float for `end` but got dtype double"));
   EXPECT_TRUE(throws_with<RuntimeError>([] { add(tensor({1}), tensor({2}), 0.5); },
                                         "For integral input tensors, argument alpha must not be a floating point number."));
   // Autograd nodes carry PyTorch's names.

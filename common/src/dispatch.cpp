@@ -264,6 +264,10 @@ Tensor run(const Call& c) {
   const Tensor* dst = &fresh;
   if (c.out) {
     const Tensor& o = *c.out;
+    // A 0-dim CPU destination is not a number: it must be where the op runs.
+    if (!(o.device() == device))
+      throw RuntimeError("Expected all tensors to be on the same device, but found at least two devices, " +
+                         device.str() + " and " + o.device().str() + "!");
     if (o.shape() != shape) {
       if (c.inplace)
         throw RuntimeError("output with shape " + shape_str(o.shape()) + " doesn't match the broadcast shape " +

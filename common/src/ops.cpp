@@ -71,6 +71,31 @@ void refuse_negative_integer_powers(const Tensor& a, const Tensor& b) {
     throw RuntimeError("Integers to negative integer powers are not allowed.");
 }
 
+// The C++ name PyTorch's messages give a dtype when they print its caffe2::TypeMeta.
+const char* type_meta_name(DType d) {
+  switch (d) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+// lerp's operands share one dtype, as in PyTorch (it does not promote them).
+void check_lerp_dtypes(const Tensor& start, const Tensor& end, const Tensor* weight) {
+  auto check = [&](const Tensor& t, const char* what) {
+    if (t.dtype() != start.dtype())
+      throw RuntimeError(std::string("expected dtype ") + type_meta_name(start.dtype()) + " for `" + what +
+                         "` but got dtype " + type_meta_name(t.dtype()));
+  };
+  check(end, "end");
+  if (weight) check(*weight, "weight");
+}
+
 // clamp's bounds: at least one, each taking part in promotion as a Python number does.
 detail::Call clamp_call(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
@@ -108,9 +133,11 @@ Tensor pow(const Tensor& a, Scalar b) {
 Tensor maximum(const Tensor& a, const Tensor& b) { return run(OpId::maximum, {&a, &b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return run(OpId::minimum, {&a, &b}); }
 Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  check_lerp_dtypes(start, end, nullptr);
   return run(OpId::lerp_scalar, {&start, &end}, {weight.to_double()});
 }
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  check_lerp_dtypes(start, end, &weight);
   return run(OpId::lerp, {&start, &end, &weight});
 }
 Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
@@ -181,9 +208,11 @@ Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b) {
 Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::maximum, {&a, &b}); }
 Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::minimum, {&a, &b}); }
 Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, Scalar weight) {
+  check_lerp_dtypes(start, end, nullptr);
   return run_out(out, OpId::lerp_scalar, {&start, &end}, {weight.to_double()});
 }
 Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {
+  check_lerp_dtypes(start, end, &weight);
   return run_out(out, OpId::lerp, {&start, &end, &weight});
 }
 Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
@@ -265,9 +294,11 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
 Tensor& Tensor::clamp_min_(Scalar min) { return clamp_(min, std::nullopt); }
 Tensor& Tensor::clamp_max_(Scalar max) { return clamp_(std::nullopt, max); }
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
+  check_lerp_dtypes(*this, end, nullptr);
   return run_inplace(*this, OpId::lerp_scalar, {this, &end}, {weight.to_double()});
 }
 Tensor& Tensor::lerp_(const Tensor& end, const Tensor& weight) {
+  check_lerp_dtypes(*this, end, &weight);
   return run_inplace(*this, OpId::lerp, {this, &end, &weight});
 }
 Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, Scalar value) {
