@@ -39,15 +39,12 @@ enum class Types { All, NoBool, Floating };
 
 /// The functions an op's expression may call: the C++ library's own, and three small helpers
 /// with the meaning PyTorch's kernels give them.
+/// The C++ library's functions an expression may call (op_source_prelude() declares the same).
+#define TINY_MATH_FUNCTIONS(X) X(erf) X(exp) X(fabs) X(fma) X(log) X(pow) X(sqrt) X(tanh)
 namespace fn {
-using std::erf;
-using std::exp;
-using std::fabs;
-using std::fma;
-using std::log;
-using std::pow;
-using std::sqrt;
-using std::tanh;
+#define TINY_USING_STD(F) using std::F;
+TINY_MATH_FUNCTIONS(TINY_USING_STD)
+#undef TINY_USING_STD
 /// True for NaN (always false for integers and bool).
 template <typename T> TINY_HD bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;

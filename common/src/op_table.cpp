@@ -78,23 +78,16 @@ const OpInfo& op_info(std::string_view name) {
 const char* op_source_prelude() {
   // The same helpers as elementwise_ops.h's namespace fn, for code compiled on its own: by the
   // host compiler (after <cmath>) or by NVRTC (whose device math needs no header).
-  return R"(#ifdef __CUDACC_RTC__
-#define TINY_GENERATED_FN __device__ inline
-#else
-#define TINY_GENERATED_FN inline
-using std::erf;
-using std::exp;
-using std::fabs;
-using std::fma;
-using std::log;
-using std::pow;
-using std::sqrt;
-using std::tanh;
-#endif
-template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }
+#define TINY_USING_STD_TEXT(F) "using std::" #F ";\n"
+  return "#ifdef __CUDACC_RTC__\n"
+         "#define TINY_GENERATED_FN __device__ inline\n"
+         "#else\n"
+         "#define TINY_GENERATED_FN inline\n" TINY_MATH_FUNCTIONS(TINY_USING_STD_TEXT) "#endif\n"
+         R"(template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }
 template <typename T> TINY_GENERATED_FN T max_of(T x, T y) { return x < y ? y : x; }
 template <typename T> TINY_GENERATED_FN T min_of(T x, T y) { return y < x ? y : x; }
 )";
+#undef TINY_USING_STD_TEXT
 }
 
 }  // namespace tiny
