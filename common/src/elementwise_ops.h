@@ -73,6 +73,10 @@ template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
     return EXPR;                                                                             \
   }
 
+// The ops are laid out by hand: a formatter would read `x * y` in a macro argument as a pointer
+// declaration and change the source text.
+// clang-format off
+
 // ---- one input --------------------------------------------------------------------------------
 
 /// The value itself: with different input and output dtypes, the conversion kernel of copies
@@ -274,3 +278,4 @@ struct Addcdiv : OpBase {
 #define TINY_TERNARY_OPS(X) X(Lerp) X(Addcmul) X(Addcdiv)
 /// Every op.
 #define TINY_ELEMENTWISE_OPS(X) TINY_UNARY_OPS(X) TINY_BINARY_OPS(X) TINY_TERNARY_OPS(X)
+// clang-format on

@@ -18,6 +18,7 @@ namespace tiny {
 /// here plus, where it needs one, a conversion. The rank orders the types for promotion: a
 /// higher rank holds every value of a lower one, except that float16 and bfloat16 share a rank
 /// (neither holds the other; they meet in float32).
+// clang-format off
 #define TINY_FORALL_DTYPES(X)                     \
   X(Float32, float, "float32", "Float", 4)        \
   X(Float64, double, "float64", "Double", 5)      \
@@ -26,6 +27,7 @@ namespace tiny {
   X(Int32, int32_t, "int32", "Int", 1)            \
   X(Int64, int64_t, "int64", "Long", 2)           \
   X(Bool, bool, "bool", "Bool", 0)
+// clang-format on
 
 /// \cond INTERNAL
 #define TINY_DTYPE_ENUM(NAME, CPP, STR, LEGACY, RANK) NAME,
