@@ -206,7 +206,7 @@ TEST(Ch03_Autograd, DtypeConversionPassesGradientsBack) {
 }
 
 TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
-  // Zero logits over 4 classes: ln 4 (reference/PYTORCH_FACTS.md, section 10).
+  // Zero logits over 4 classes: ln 4 (tests/fixtures/pytorch_facts.txt, section 10).
   EXPECT_NEAR(cross_entropy(zeros({2, 4}), tensor({0, 3})).item(), 1.3862943649291992, 1e-7);
   // Logits of +-1000 would overflow exp() in the naive forms; the stable forms give exact answers.
   Tensor big = tensor({{1000.0, -1000.0}}, kFloat64);
@@ -337,7 +337,8 @@ TEST(Ch03_Autograd, InPlaceChangesAreCaught) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { y.requires_grad_(false); }, "you can only change requires_grad flags of leaf variables."));
 }
 
-TEST(Ch03_Autograd, GraphHasPyTorchsNodes) {  // seed document 000, graph.py; PYTORCH_FACTS section 3
+// Seed document 000, graph.py; the names as tests/fixtures/pytorch_facts.txt, section 3, has them.
+TEST(Ch03_Autograd, GraphHasPyTorchsNodes) {
   Tensor x = tensor({{1.0, 0.0}});
   Tensor W1 = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
   Tensor w2 = tensor({{0.7}, {-0.6}}).requires_grad_();

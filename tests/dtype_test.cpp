@@ -138,7 +138,7 @@ TEST(BFloat16, EncodingRoundsToNearestEven) {
   EXPECT_EQ(float_to_bfloat16_bits(NAN), 0x7fc0);
 }
 
-// The conversions PyTorch prints (reference/PYTORCH_FACTS.md, section 5).
+// The conversions PyTorch prints (tests/fixtures/pytorch_facts.txt, section 5).
 TEST(Float16, MatchesPyTorchsTable) {
   const std::tuple<float, uint16_t, uint16_t> table[] = {
       {1e-8f, 0x0000, 0x322C},     {2e-7f, 0x0003, 0x3457},    {1e-4f, 0x068E, 0x38D2},

@@ -10,7 +10,7 @@ TEST(Flops, TrainingCostsSixFlopsPerParameterPerToken) {  // seed document 004, 
   EXPECT_EQ(training_flops(0, 1e12), 0.0);
 }
 
-TEST(Flops, MatmulCostsTwoBDK) {  // seed document 003 and reference/PYTORCH_FACTS.md
+TEST(Flops, MatmulCostsTwoBDK) {  // seed document 003, tests/fixtures/pytorch_facts.txt section 10
   EXPECT_EQ(matmul_flops(1024, 256, 64), 33554432.0);
   EXPECT_EQ(matmul_flops(1, 1, 1), 2.0);
   // The two-layer model of document 003: forward 2BDD + 2BDK, the total six times data x params.

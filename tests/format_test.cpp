@@ -1,5 +1,5 @@
 // Printing: Python's float repr and tuples, and tensors as PyTorch prints them (examples from
-// reference/PYTORCH_FACTS.md, section 10, and torch 1.13's _tensor_str rules).
+// tests/fixtures/pytorch_facts.txt, section 10, and torch 1.13's _tensor_str rules).
 #include "test_util.h"
 
 using namespace tiny;

@@ -155,7 +155,7 @@ TEST(Ops, IntegerArithmeticIsExact) {
   EXPECT_TRUE(equal(x / 0.5, tensor({2, 8, 18})));
 }
 
-// reference/PYTORCH_FACTS.md, section 10, and torch.result_type's rules.
+// tests/fixtures/pytorch_facts.txt, section 10, and torch.result_type's rules.
 TEST(Ops, TypePromotionMatchesPyTorch) {
   Tensor i64 = tensor({1, 4, 9});
   EXPECT_EQ((i64 / 0.5).dtype(), kFloat32);

@@ -1,5 +1,5 @@
-// The generator reproduces PyTorch's CPU streams (values from reference/PYTORCH_FACTS.md,
-// measured with torch 1.13), and its distributions have the right statistics.
+// The generator reproduces PyTorch's CPU streams (values from tests/fixtures/pytorch_facts.txt,
+// section 10, measured with torch 1.13), and its distributions have the right statistics.
 #include "test_util.h"
 
 using namespace tiny;

@@ -103,7 +103,7 @@ TEST(Reduce, DtypeRulesAndErrors) {
 
 TEST(Reduce, LongSumsStayAccurate) {
   // 1 + 10,000 x 0.0001 accumulated in float64 rounds once to float32; a float32 running sum
-  // would drift (to 2.0001657, PYTORCH_FACTS section 6).
+  // would drift (to 2.0001657, tests/fixtures/pytorch_facts.txt, section 6).
   Tensor x = full({10001}, 1e-4);
   x[0] = 1.0;
   EXPECT_EQ(x.sum().item(), static_cast<double>(static_cast<float>(1.0 + 10000 * static_cast<double>(1e-4f))));
