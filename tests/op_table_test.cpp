@@ -179,6 +179,10 @@ TEST(OpTable, NewOpsFollowPyTorchsEdgeCases) {
   EXPECT_EQ(addcmul(p, p, q).grad_fn()->name(), "AddcmulBackward0");
   EXPECT_EQ(addcdiv(p, p, q).grad_fn()->name(), "AddcdivBackward0");
   EXPECT_EQ(clamp(p, 0, 1).grad_fn()->name(), "ClampBackward1");
+  EXPECT_EQ(clamp(p, 0, std::nullopt).grad_fn()->name(), "ClampBackward1");  // one bound: still clamp
+  EXPECT_EQ(clamp_min(p, 0).grad_fn()->name(), "ClampMinBackward0");
+  EXPECT_EQ((2 - p).grad_fn()->name(), "RsubBackward1");
+  EXPECT_EQ((2 / p).grad_fn()->name(), "MulBackward0");  // PyTorch: p.reciprocal() * 2
   EXPECT_EQ(square(p).grad_fn()->name(), "PowBackward0");
   EXPECT_EQ(p.pow(2).grad_fn()->name(), "PowBackward0");
   EXPECT_EQ(reciprocal(p).grad_fn()->name(), "ReciprocalBackward0");

@@ -27,6 +27,11 @@ Grads sub_backward(const BackwardArgs& a) {
   return {a.grad, alpha == 1 ? neg(a.grad) : mul(a.grad, number(-alpha, a.grad))};
 }
 
+// rsub(x, y) = y - alpha x; y is a number (never differentiated).
+Grads rsub_backward(const BackwardArgs& a) {
+  return {mul(a.grad, number(-a.scalars.a, a.grad)), Tensor()};
+}
+
 // d(xy)/dx = y and d(xy)/dy = x: each input's gradient needs the other input.
 Grads mul_backward(const BackwardArgs& a) {
   return {a.needs[0] ? mul(a.grad, a.input[1]) : Tensor(), a.needs[1] ? mul(a.grad, a.input[0]) : Tensor()};
@@ -139,7 +144,8 @@ Grads square_backward(const BackwardArgs& a) {  // 2 x
   return {mul(a.grad, mul(a.input[0], number(2, a.input[0])))};
 }
 
-// clamp passes the gradient where the input was inside the bounds (bounds included).
+// clamp passes the gradient where the input was inside the bounds (bounds included; a missing
+// bound is an infinite one).
 Grads clamp_backward(const BackwardArgs& a) {
   const Tensor& x = a.input[0];
   const Tensor inside = mul(ge(x, number(a.scalars.a, x)), le(x, number(a.scalars.b, x)));
@@ -151,7 +157,7 @@ Grads clamp_min_backward(const BackwardArgs& a) {
 }
 Grads clamp_max_backward(const BackwardArgs& a) {
   const Tensor& x = a.input[0];
-  return {where(le(x, number(a.scalars.a, x)), a.grad, number(0, a.grad))};
+  return {where(le(x, number(a.scalars.b, x)), a.grad, number(0, a.grad))};
 }
 
 constexpr uint8_t kIf0 = kIfInput0NeedsGrad, kIf1 = kIfInput1NeedsGrad, kIf2 = kIfInput2NeedsGrad;
@@ -160,6 +166,7 @@ constexpr uint8_t kIf0 = kIfInput0NeedsGrad, kIf1 = kIfInput1NeedsGrad, kIf2 = k
 const Derivative kDerivatives[] = {
     {"add", {kNever, kNever}, kNever, add_backward, {0, 0}},
     {"sub", {kNever, kNever}, kNever, sub_backward, {0, 1}},
+    {"rsub", {kNever, kNever}, kNever, rsub_backward, {1, 0}},
     {"mul", {kIf1, kIf0}, kNever, mul_backward, {1, 1}},
     {"div", {kIf1, kAlways}, kNever, div_backward, {1, 3}},
     {"pow", {kAlways, kAlways}, kIf1, pow_backward, {3, 2}},

@@ -151,10 +151,10 @@ struct ClampMin : OpBase {
   static constexpr Types types = Types::NoBool;
   TINY_MATH(1, is_nan(x) ? x : max_of(x, a))
 };
-/// clamp_max(x, a).
+/// clamp_max(x, b): clamp's scalars are always (min, max), so the upper bound is b.
 struct ClampMax : OpBase {
   static constexpr Types types = Types::NoBool;
-  TINY_MATH(1, is_nan(x) ? x : min_of(x, a))
+  TINY_MATH(1, is_nan(x) ? x : min_of(x, b))
 };
 
 // ---- two inputs -------------------------------------------------------------------------------
@@ -168,6 +168,11 @@ struct Add : OpBase {
 struct Sub : OpBase {
   static constexpr Types types = Types::All;
   TINY_MATH(2, x - a * y)
+};
+/// y - alpha * x (alpha = a): `2 - t` is rsub(t, 2), as PyTorch computes a number minus a tensor.
+struct Rsub : OpBase {
+  static constexpr Types types = Types::All;
+  TINY_MATH(2, y - a * x)
 };
 struct Mul : OpBase {
   static constexpr Types types = Types::All;
@@ -272,7 +277,7 @@ struct Addcdiv : OpBase {
   X(Cube) X(Reciprocal) X(Clamp) X(ClampMin) X(ClampMax)
 /// Likewise for two inputs.
 #define TINY_BINARY_OPS(X)                                                                    \
-  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(LerpScalar) X(GeluBackward) X(Eq) \
+  X(Add) X(Sub) X(Rsub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(LerpScalar) X(GeluBackward) X(Eq) \
   X(Ne) X(Lt) X(Le) X(Gt) X(Ge)
 /// Likewise for three inputs.
 #define TINY_TERNARY_OPS(X) X(Lerp) X(Addcmul) X(Addcdiv)

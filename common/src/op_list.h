@@ -29,10 +29,11 @@
   X(reciprocal,    Reciprocal,   "ReciprocalBackward0", IntegerToFloat, Float32,      1, "")        \
   X(clamp,         Clamp,        "ClampBackward1",    Promote,        None,           2, "min, max") \
   X(clamp_min,     ClampMin,     "ClampMinBackward0", Promote,        None,           1, "min")     \
-  X(clamp_max,     ClampMax,     "ClampMaxBackward0", Promote,        None,           1, "max")     \
+  X(clamp_max,     ClampMax,     "ClampMaxBackward0", Promote,        None,           1, "-, max")  \
   /* two inputs */                                                                               \
   X(add,           Add,          "AddBackward0",      Promote,        None,           1, "alpha")   \
   X(sub,           Sub,          "SubBackward0",      Promote,        None,           1, "alpha")   \
+  X(rsub,          Rsub,         "RsubBackward1",     Promote,        None,           1, "alpha")   \
   X(mul,           Mul,          "MulBackward0",      Promote,        None,           1, "")        \
   X(div,           Div,          "DivBackward0",      IntegerToFloat, None,           1, "")        \
   X(pow,           Pow,          "PowBackward1",      Promote,        Float32,        1, "")        \

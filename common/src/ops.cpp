@@ -4,6 +4,7 @@
 #include "tiny/ops.h"
 
 #include <cmath>
+#include <limits>
 
 #include "autograd_internal.h"
 #include "backend.h"
@@ -96,13 +97,17 @@ void check_lerp_dtypes(const Tensor& start, const Tensor& end, const Tensor* wei
   if (weight) check(*weight, "weight");
 }
 
-// clamp's bounds: at least one, each taking part in promotion as a Python number does.
-detail::Call clamp_call(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+// clamp's bounds: at least one, each taking part in promotion as a Python number does. With one
+// bound, clamp runs the one-sided kernel but is recorded as clamp (ClampBackward1), as in PyTorch;
+// the missing bound is infinite for the backward formula.
+detail::Call clamp_call(const OpId id, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
-  if (min && max)
-    return {.op = row(OpId::clamp), .inputs = {&a}, .scalars = {min->to_double(), max->to_double()}, .numbers = {min, max}};
-  if (min) return {.op = row(OpId::clamp_min), .inputs = {&a}, .scalars = {min->to_double()}, .numbers = {min}};
-  return {.op = row(OpId::clamp_max), .inputs = {&a}, .scalars = {max->to_double()}, .numbers = {max}};
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  detail::Call call{.op = row(id), .inputs = {&a}, .scalars = {min ? min->to_double() : -inf, max ? max->to_double() : inf},
+                    .numbers = {min, max}};
+  if (!max) call.kernel = row(OpId::clamp_min);
+  if (!min) call.kernel = row(OpId::clamp_max);
+  return call;
 }
 
 }  // namespace
@@ -169,10 +174,10 @@ Tensor tanh(const Tensor& a) { return run(OpId::tanh, {&a}); }
 Tensor square(const Tensor& a) { return run(OpId::square, {&a}); }
 Tensor reciprocal(const Tensor& a) { return run(OpId::reciprocal, {&a}); }
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
-  return detail::run(clamp_call(a, min, max));
+  return detail::run(clamp_call(OpId::clamp, a, min, max));
 }
-Tensor clamp_min(const Tensor& a, Scalar min) { return clamp(a, min, std::nullopt); }
-Tensor clamp_max(const Tensor& a, Scalar max) { return clamp(a, std::nullopt, max); }
+Tensor clamp_min(const Tensor& a, Scalar min) { return detail::run(clamp_call(OpId::clamp_min, a, min, std::nullopt)); }
+Tensor clamp_max(const Tensor& a, Scalar max) { return detail::run(clamp_call(OpId::clamp_max, a, std::nullopt, max)); }
 
 // ---- comparisons --------------------------------------------------------------------------------
 
@@ -234,7 +239,7 @@ Tensor tanh_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::
 Tensor square_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::square, {&a}); }
 Tensor reciprocal_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::reciprocal, {&a}); }
 Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
-  detail::Call call = clamp_call(a, min, max);
+  detail::Call call = clamp_call(OpId::clamp, a, min, max);
   call.out = &out;
   return detail::run(call);
 }
@@ -285,7 +290,7 @@ Tensor& Tensor::tanh_() { return run_inplace(*this, OpId::tanh, {this}); }
 Tensor& Tensor::square_() { return run_inplace(*this, OpId::square, {this}); }
 Tensor& Tensor::reciprocal_() { return run_inplace(*this, OpId::reciprocal, {this}); }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  detail::Call call = clamp_call(*this, min, max);
+  detail::Call call = clamp_call(OpId::clamp, *this, min, max);
   call.out = this;
   call.inplace = true;
   detail::run(call);
@@ -409,9 +414,18 @@ Tensor operator-(const Tensor& a, Scalar b) { return sub(a, wrap(a, b)); }
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, wrap(a, b)); }
 Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap(a, b)); }
 Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(b, a), b); }
-Tensor operator-(Scalar a, const Tensor& b) { return sub(wrap(b, a), b); }
+// A number minus a tensor is rsub (RsubBackward1); a number over a tensor is the tensor's
+// reciprocal times the number: PyTorch's graph and PyTorch's roundings.
+Tensor operator-(Scalar a, const Tensor& b) {
+  const Tensor n = wrap(b, a);
+  refuse_bool_sub(n, b);
+  return run(OpId::rsub, {&b, &n}, {1.0});
+}
 Tensor operator*(Scalar a, const Tensor& b) { return mul(wrap(b, a), b); }
-Tensor operator/(Scalar a, const Tensor& b) { return div(wrap(b, a), b); }
+Tensor operator/(Scalar a, const Tensor& b) {
+  const Tensor r = reciprocal(b);
+  return mul(r, wrap(r, a));
+}
 
 Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
 Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
