@@ -29,6 +29,10 @@ def run_label(build, label, out_dir):
         return xml, []
     cases = []
     for case in ET.parse(xml).getroot().iter("testcase"):
+        # chNN_topic.run runs the chapter once for its golden tests (a CTest fixture); it passes
+        # whatever the chapter does, so it is no test of the student's work.
+        if case.get("name", "").endswith(".run"):
+            continue
         out = case.findtext("system-out") or ""
         status = case.get("status")
         if status == "run" and "[  SKIPPED ]" in out:
