@@ -2,6 +2,8 @@
 """Refreshes the code and output blocks of a chapter's README from its source and a real run.
 
 Usage: scripts/literate.py BUILD_DIR CHAPTER      (CHAPTER like ch02_views or 02)
+       scripts/literate.py --snippets CHAPTER   (the code blocks only; the program is not run,
+                                                 so the output blocks keep their recorded run)
 
 A block follows a marker line: `<!-- snippet: NAME -->` takes the source lines between the two
 `//! [NAME]` markers; `<!-- output: KEY -->` takes the program's output section whose heading
@@ -42,19 +44,22 @@ def section(output, key):
 
 def main():
     build, ch = sys.argv[1], sys.argv[2]
+    snippets_only = build == "--snippets"
     ch = ch if ch.startswith("ch") else "ch" + ch.zfill(2)
     chapter = os.path.basename(glob.glob(os.path.join(ROOT, "chapters", ch + "*"))[0])
     folder = os.path.join(ROOT, "chapters", chapter)
     source = open(os.path.join(folder, chapter + ".cpp")).read()
-    output = subprocess.run([os.path.join(build, chapter)], capture_output=True, text=True,
-                            check=True).stdout
+    output = "" if snippets_only else subprocess.run([os.path.join(build, chapter)],
+                                                      capture_output=True, text=True,
+                                                      check=True).stdout
     readme_path = os.path.join(folder, "README.md")
     lines = open(readme_path).read().splitlines()
     result, i = [], 0
     while i < len(lines):
         result.append(lines[i])
         m = re.fullmatch(r"<!-- (snippet|output): (.+) -->", lines[i])
-        if m and i + 1 < len(lines) and lines[i + 1].startswith("```"):
+        if m and i + 1 < len(lines) and lines[i + 1].startswith("```") and not (
+                snippets_only and m[1] == "output"):
             result.append(lines[i + 1])
             end = i + 2
             while end < len(lines) and not lines[end].startswith("```"):
