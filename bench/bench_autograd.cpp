@@ -16,7 +16,9 @@ static void BM_ChainForwardNoGrad(benchmark::State& state) {
     for (int i = 0; i < kChain; ++i) y = y * 1.0001;
     benchmark::DoNotOptimize(y.data_ptr());
   }
-  state.counters["per_op"] = benchmark::Counter(kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  state.counters["per_op"] = benchmark::Counter(
+      kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
+      benchmark::Counter::kIs1000);
 }
 
 static void BM_ChainForwardRecorded(benchmark::State& state) {
@@ -26,7 +28,9 @@ static void BM_ChainForwardRecorded(benchmark::State& state) {
     for (int i = 0; i < kChain; ++i) y = y * 1.0001;
     benchmark::DoNotOptimize(y.data_ptr());
   }
-  state.counters["per_op"] = benchmark::Counter(kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  state.counters["per_op"] = benchmark::Counter(
+      kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
+      benchmark::Counter::kIs1000);
 }
 
 static void BM_ChainForwardAndBackward(benchmark::State& state) {
@@ -37,7 +41,9 @@ static void BM_ChainForwardAndBackward(benchmark::State& state) {
     y.sum().backward();
     x.set_grad(Tensor());
   }
-  state.counters["per_op"] = benchmark::Counter(kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+  state.counters["per_op"] = benchmark::Counter(
+      kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert,
+      benchmark::Counter::kIs1000);
 }
 
 // Two layers, B x D -> D -> D, at sizes where each matmul is milliseconds of work.
@@ -59,7 +65,8 @@ static void BM_MlpStepMatmulsOnly(benchmark::State& state) {
 }
 
 static void BM_MlpStepWithTape(benchmark::State& state) {
-  Tensor x = randn({kB, kD}), w1 = randn({kD, kD}).requires_grad_(), w2 = randn({kD, kD}).requires_grad_();
+  Tensor x = randn({kB, kD}), w1 = randn({kD, kD}).requires_grad_(),
+         w2 = randn({kD, kD}).requires_grad_();
   for (auto _ : state) {
     Tensor loss = matmul(relu(matmul(x, w1)), w2).pow(2).mean();
     loss.backward();

@@ -15,12 +15,12 @@ inline void add_tiny_context() {
   benchmark::AddCustomContext("OPENBLAS_CORETYPE", core ? core : "(unset)");
 }
 
-#define TINY_BENCHMARK_MAIN()                                   \
-  int main(int argc, char** argv) {                             \
-    add_tiny_context();                                         \
-    benchmark::Initialize(&argc, argv);                         \
+#define TINY_BENCHMARK_MAIN()                                         \
+  int main(int argc, char** argv) {                                   \
+    add_tiny_context();                                               \
+    benchmark::Initialize(&argc, argv);                               \
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
-    benchmark::RunSpecifiedBenchmarks();                        \
-    benchmark::Shutdown();                                      \
-    return 0;                                                   \
+    benchmark::RunSpecifiedBenchmarks();                              \
+    benchmark::Shutdown();                                            \
+    return 0;                                                         \
   }

@@ -35,14 +35,20 @@ void BM_CudaMatmul(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const int64_t n = state.range(0);
   const int which = static_cast<int>(state.range(1));
-  const Tensor a = randn({n, n}).to(kMatmulTypes[which]).cuda(), b = randn({n, n}).to(kMatmulTypes[which]).cuda();
+  const Tensor a = randn({n, n}).to(kMatmulTypes[which]).cuda(),
+               b = randn({n, n}).to(kMatmulTypes[which]).cuda();
   set_float32_matmul_precision(which == 3 ? "high" : "highest");
   time_on_gpu(state, [&] { matmul(a, b); });
   set_float32_matmul_precision("highest");
   state.SetLabel(which == 3 ? "tf32" : dtype_name(kMatmulTypes[which]));
-  state.counters["TFLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e12, benchmark::Counter::kIsRate);
+  state.counters["TFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e12, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_CudaMatmul)->ArgsProduct({{4096}, {0, 1, 2, 3}})->Args({8192, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CudaMatmul)
+    ->ArgsProduct({{4096}, {0, 1, 2, 3}})
+    ->Args({8192, 2})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 constexpr int64_t kElements = int64_t(64) << 20;  // 256 MiB of float32
 
@@ -57,7 +63,8 @@ BENCHMARK(BM_CudaCopy)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void BM_CudaAdd(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const Tensor x = ones({kElements}, kFloat32, Device::cuda()), y = ones({kElements}, kFloat32, Device::cuda());
+  const Tensor x = ones({kElements}, kFloat32, Device::cuda()),
+               y = ones({kElements}, kFloat32, Device::cuda());
   time_on_gpu(state, [&] { add(x, y); });
   state.SetBytesProcessed(state.iterations() * 3 * static_cast<int64_t>(x.nbytes()));
 }
@@ -65,7 +72,8 @@ BENCHMARK(BM_CudaAdd)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void BM_CudaAddStrided(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  const Tensor x = ones({8192, 8192}, kFloat32, Device::cuda()), y = ones({8192, 8192}, kFloat32, Device::cuda());
+  const Tensor x = ones({8192, 8192}, kFloat32, Device::cuda()),
+               y = ones({8192, 8192}, kFloat32, Device::cuda());
   time_on_gpu(state, [&] { add(x.T(), y); });  // the general loop: a transposed input
   state.SetBytesProcessed(state.iterations() * 3 * static_cast<int64_t>(x.nbytes()));
 }

@@ -12,7 +12,8 @@
 using namespace tiny;
 
 static void set_flops(benchmark::State& state, int64_t n) {
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 static void BM_LibraryMatmul(benchmark::State& state) {
@@ -39,9 +40,23 @@ static void BM_DirectSgemm(benchmark::State& state) {
   }
   set_flops(state, n);
 }
-BENCHMARK(BM_DirectSgemm)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DirectSgemm)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 #endif
-BENCHMARK(BM_LibraryMatmul)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LibraryMatmulBlocked)->Arg(256)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LibraryMatmul)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_LibraryMatmulBlocked)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 TINY_BENCHMARK_MAIN();

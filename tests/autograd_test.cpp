@@ -20,7 +20,8 @@ double weighted(const Tensor& out, const Tensor& w) { return sum(mul(out, w)).it
 // (f(x + h) - f(x - h)) / 2h in float64. With h = 1e-6 the truncation error is ~h^2 |f'''| and
 // the rounding error ~eps |f| / h ~ 1e-10, so 1e-6 absolute plus 1e-5 relative is far above
 // both and far below any wrong rule.
-::testing::AssertionResult gradients_match(std::mt19937_64& rng, const Fn& f, std::vector<Tensor> inputs) {
+::testing::AssertionResult gradients_match(std::mt19937_64& rng, const Fn& f,
+                                           std::vector<Tensor> inputs) {
   for (auto& x : inputs) x.requires_grad_();
   const Tensor out = f(inputs);
   const Tensor w = random_values(rng, out.shape());
@@ -29,8 +30,11 @@ double weighted(const Tensor& out, const Tensor& w) { return sum(mul(out, w)).it
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor x = inputs[k];
     const Tensor grad = x.grad();
-    if (!grad.defined()) return ::testing::AssertionFailure() << "input " << k << " got no gradient";
-    if (grad.shape() != x.shape()) return ::testing::AssertionFailure() << "input " << k << " gradient shape " << format_tuple(grad.shape());
+    if (!grad.defined())
+      return ::testing::AssertionFailure() << "input " << k << " got no gradient";
+    if (grad.shape() != x.shape())
+      return ::testing::AssertionFailure()
+             << "input " << k << " gradient shape " << format_tuple(grad.shape());
     Tensor numeric = zeros(x.shape(), kFloat64);
     NoGradGuard no_grad;
     for (const auto& idx : all_indices(x.shape())) {
@@ -67,7 +71,11 @@ Tensor one_hot_targets(std::mt19937_64& rng, int64_t n, int64_t c) {
 
 TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
   TINY_SEEDED(rng);
-  struct Case { const char* name; Fn f; bool positive; };
+  struct Case {
+    const char* name;
+    Fn f;
+    bool positive;
+  };
   const std::vector<Case> unary = {
       {"neg", [](auto& v) { return -v[0]; }, false},
       {"abs", [](auto& v) { return abs(v[0]); }, false},
@@ -93,7 +101,8 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
   };
   for (const auto& c : unary)
     for (int trial = 0; trial < 3; ++trial)
-      ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, random_shape(rng, 3, 4), c.positive)})) << c.name;
+      ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, random_shape(rng, 3, 4), c.positive)}))
+          << c.name;
   const std::vector<Case> binary = {
       {"add", [](auto& v) { return v[0] + v[1]; }, false},
       {"sub", [](auto& v) { return v[0] - v[1]; }, false},
@@ -113,10 +122,13 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
       // Shapes that broadcast: the gradient of a broadcast input is summed back to its shape.
       Shape full = random_shape(rng, 3, 4);
       Shape sa = full, sb = full;
-      for (auto& d : sa) if (uniform_int(rng, 0, 3) == 0) d = 1;
-      for (auto& d : sb) if (uniform_int(rng, 0, 3) == 0) d = 1;
+      for (auto& d : sa)
+        if (uniform_int(rng, 0, 3) == 0) d = 1;
+      for (auto& d : sb)
+        if (uniform_int(rng, 0, 3) == 0) d = 1;
       if (!sb.empty() && uniform_int(rng, 0, 1)) sb.erase(sb.begin());
-      ASSERT_TRUE(gradients_match(rng, c.f, {input(rng, sa, c.positive), input(rng, sb, c.positive)}))
+      ASSERT_TRUE(
+          gradients_match(rng, c.f, {input(rng, sa, c.positive), input(rng, sb, c.positive)}))
           << c.name << " " << format_tuple(sa) << " with " << format_tuple(sb);
     }
   const std::vector<Case> ternary = {
@@ -130,7 +142,8 @@ TEST(Ch03_Autograd, ElementwiseOpsMatchFiniteDifferences) {
       std::vector<Tensor> in;
       for (int k = 0; k < 3; ++k) {
         Shape s = full;
-        for (auto& d : s) if (uniform_int(rng, 0, 3) == 0) d = 1;
+        for (auto& d : s)
+          if (uniform_int(rng, 0, 3) == 0) d = 1;
         in.push_back(input(rng, s, c.positive));
       }
       ASSERT_TRUE(gradients_match(rng, c.f, in)) << c.name;
@@ -147,16 +160,24 @@ TEST(Ch03_Autograd, ReductionsMatchFiniteDifferences) {
   ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mean(v[0], {-1}); }, {input(rng, s)}));
   ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0]); }, {input(rng, s)}));
   ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0], 1).values; }, {input(rng, s)}));
-  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return max(v[0], 0, true).values; }, {input(rng, s)}));
+  ASSERT_TRUE(
+      gradients_match(rng, [](auto& v) { return max(v[0], 0, true).values; }, {input(rng, s)}));
 }
 
 TEST(Ch03_Autograd, MatmulInEveryShapeMatchesFiniteDifferences) {
   TINY_SEEDED(rng);
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{3}, {3}}, {{2, 3}, {3}}, {{3}, {3, 4}}, {{2, 3}, {3, 4}}, {{2, 5, 3}, {3, 4}},
-      {{2, 2, 3}, {2, 3, 4}}, {{3, 1, 2, 3}, {2, 3, 2}}, {{2, 3}, {2, 3, 4}}, {{2, 2, 3}, {3}}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{3}, {3}},
+                                                       {{2, 3}, {3}},
+                                                       {{3}, {3, 4}},
+                                                       {{2, 3}, {3, 4}},
+                                                       {{2, 5, 3}, {3, 4}},
+                                                       {{2, 2, 3}, {2, 3, 4}},
+                                                       {{3, 1, 2, 3}, {2, 3, 2}},
+                                                       {{2, 3}, {2, 3, 4}},
+                                                       {{2, 2, 3}, {3}}};
   for (const auto& [sa, sb] : shapes)
-    ASSERT_TRUE(gradients_match(rng, [](auto& v) { return matmul(v[0], v[1]); }, {input(rng, sa), input(rng, sb)}))
+    ASSERT_TRUE(gradients_match(rng, [](auto& v) { return matmul(v[0], v[1]); },
+                                {input(rng, sa), input(rng, sb)}))
         << format_tuple(sa) << " @ " << format_tuple(sb);
 }
 
@@ -165,15 +186,28 @@ TEST(Ch03_Autograd, ViewsMatchFiniteDifferences) {
   const std::vector<std::pair<const char*, Fn>> views = {
       {"transpose", [](auto& v) { return v[0].transpose(0, 2) * 1.0; }},
       {"T", [](auto& v) { return v[0].T() * 1.0; }},
-      {"permute", [](auto& v) { return v[0].permute({1, 2, 0}) * 1.0; }},
+      {"permute",
+       [](auto& v) {
+         return v[0].permute({1, 2, 0}) * 1.0;
+       }},
       {"select", [](auto& v) { return v[0][1] * 1.0; }},
       {"slice", [](auto& v) { return v[0].slice(1, 1, std::nullopt, 2) * 1.0; }},
-      {"index", [](auto& v) { return v[0].index({Slice{}, 2, Slice{0, 1}}) * 1.0; }},
-      {"view", [](auto& v) { return v[0].contiguous().view({4, 6}) * 1.0; }},
+      {"index",
+       [](auto& v) {
+         return v[0].index({Slice{}, 2, Slice{0, 1}}) * 1.0;
+       }},
+      {"view",
+       [](auto& v) {
+         return v[0].contiguous().view({4, 6}) * 1.0;
+       }},
       {"reshape (copy)", [](auto& v) { return v[0].transpose(0, 1).reshape({24}) * 1.0; }},
       {"flatten", [](auto& v) { return v[0].flatten(1) * 1.0; }},
-      {"expand", [](auto& v) { return v[0][0].unsqueeze(0).expand({5, 4, 2}) * 1.0; }},
-      {"squeeze/unsqueeze", [](auto& v) { return v[0].unsqueeze(1).squeeze(1).narrow(2, 1, 1).squeeze() * 1.0; }},
+      {"expand",
+       [](auto& v) {
+         return v[0][0].unsqueeze(0).expand({5, 4, 2}) * 1.0;
+       }},
+      {"squeeze/unsqueeze",
+       [](auto& v) { return v[0].unsqueeze(1).squeeze(1).narrow(2, 1, 1).squeeze() * 1.0; }},
       {"clone", [](auto& v) { return v[0].clone(); }},
       {"triu", [](auto& v) { return v[0].triu(1) * 1.0; }},
       {"tril", [](auto& v) { return v[0].tril() * 1.0; }},
@@ -186,11 +220,15 @@ TEST(Ch03_Autograd, LossesMatchFiniteDifferences) {
   TINY_SEEDED(rng);
   const Tensor labels = random_layout(rng, rand({4, 3}, kFloat64), kFloat64);
   const Tensor classes = one_hot_targets(rng, 5, 4);
-  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mse_loss(v[0], v[1]); }, {input(rng, {4, 3}), input(rng, {4, 3})}));
-  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return binary_cross_entropy_with_logits(v[0], v[1]); },
+  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return mse_loss(v[0], v[1]); },
+                              {input(rng, {4, 3}), input(rng, {4, 3})}));
+  ASSERT_TRUE(gradients_match(rng,
+                              [](auto& v) { return binary_cross_entropy_with_logits(v[0], v[1]); },
                               {input(rng, {4, 3}), labels.clone()}));
-  ASSERT_TRUE(gradients_match(rng, [&](auto& v) { return cross_entropy(v[0], classes); }, {input(rng, {5, 4})}));
-  ASSERT_TRUE(gradients_match(rng, [](auto& v) { return log_softmax(v[0], 1); }, {input(rng, {3, 4})}));
+  ASSERT_TRUE(gradients_match(rng, [&](auto& v) { return cross_entropy(v[0], classes); },
+                              {input(rng, {5, 4})}));
+  ASSERT_TRUE(
+      gradients_match(rng, [](auto& v) { return log_softmax(v[0], 1); }, {input(rng, {3, 4})}));
   ASSERT_TRUE(gradients_match(rng, [](auto& v) { return softmax(v[0], 0); }, {input(rng, {3, 4})}));
 }
 
@@ -210,11 +248,21 @@ TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
   EXPECT_NEAR(cross_entropy(zeros({2, 4}), tensor({0, 3})).item(), 1.3862943649291992, 1e-7);
   // Logits of +-1000 would overflow exp() in the naive forms; the stable forms give exact answers.
   Tensor big = tensor({{1000.0, -1000.0}}, kFloat64);
-  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{1.0, 0.0}}, kFloat64)).item(), 0.0, 1e-12);
-  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{0.0, 1.0}}, kFloat64)).item(), 1000.0, 1e-9);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{1.0, 0.0}}, kFloat64)).item(), 0.0,
+              1e-12);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{0.0, 1.0}}, kFloat64)).item(), 1000.0,
+              1e-9);
   EXPECT_NEAR(cross_entropy(tensor({{1000.0, 0.0}}, kFloat64), tensor({1})).item(), 1000.0, 1e-9);
-  EXPECT_TRUE(throws_with<IndexError>([] { cross_entropy(zeros({2, 3}), tensor({0, 3})); }, "Target 3 is out of bounds."));
-  EXPECT_TRUE(throws_with<ValueError>([] { mse_loss(zeros({2, 3}), zeros({3})); }, "Target size ([3]) must be the same as input size ([2, 3])"));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [] {
+        cross_entropy(zeros({2, 3}), tensor({0, 3}));
+      },
+      "Target 3 is out of bounds."));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        mse_loss(zeros({2, 3}), zeros({3}));
+      },
+      "Target size ([3]) must be the same as input size ([2, 3])"));
 }
 
 // The cases a small tape gets wrong.
@@ -229,7 +277,7 @@ TEST(Ch03_Autograd, PathsAddUp) {
   (x * x).sum().backward();  // y = x * x: the same tensor as both inputs
   EXPECT_EQ(x.grad().item(), 6.0);
 
-  Tensor w = tensor({{2.0}}, kFloat64).requires_grad_();  // a weight used twice
+  Tensor w = tensor({{2.0}}, kFloat64).requires_grad_();       // a weight used twice
   Tensor h = matmul(matmul(tensor({{3.0}}, kFloat64), w), w);  // 3 w^2
   h.sum().backward();
   EXPECT_EQ(w.grad().item(), 12.0);
@@ -275,10 +323,13 @@ TEST(Ch03_Autograd, SecondBackwardThroughAFreedGraphRaises) {
   Tensor w = tensor({1.0}, kFloat64).requires_grad_();
   Tensor loss = (w * w).sum();
   loss.backward();
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { loss.backward(); },
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { loss.backward(); },
       "Trying to backward through the graph a second time (or directly access saved tensors after "
-      "they have already been freed). Saved intermediate values of the graph are freed when you call "
-      ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+      "they have already been freed). Saved intermediate values of the graph are freed when you "
+      "call "
+      ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through "
+      "the "
       "graph a second time or if you need to access saved tensors after calling backward."));
   EXPECT_TRUE(throws_with<RuntimeError>([] { (ones({2}).requires_grad_() * 2).backward(); },
                                         "grad can be implicitly created only for scalar outputs"));
@@ -288,7 +339,12 @@ TEST(Ch03_Autograd, SecondBackwardThroughAFreedGraphRaises) {
 TEST(Ch03_Autograd, NoGradRecordsAndSavesNothing) {
   Tensor w = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
   int saved = 0;
-  SavedTensorsHooks count([&](const Tensor& t) { ++saved; return t; }, [](const Tensor& t) { return t; });
+  SavedTensorsHooks count(
+      [&](const Tensor& t) {
+        ++saved;
+        return t;
+      },
+      [](const Tensor& t) { return t; });
   {
     NoGradGuard no_grad;
     Tensor y = relu(matmul(tensor({{1.0, 0.0}}), w));
@@ -310,8 +366,15 @@ TEST(Ch03_Autograd, SavedTensorHooksSeeWhatBackwardKeeps) {
   int unpacked = 0;
   Tensor loss;
   {
-    SavedTensorsHooks hooks([&](const Tensor& t) { bytes += t.nbytes(); return t; },
-                            [&](const Tensor& t) { ++unpacked; return t; });
+    SavedTensorsHooks hooks(
+        [&](const Tensor& t) {
+          bytes += t.nbytes();
+          return t;
+        },
+        [&](const Tensor& t) {
+          ++unpacked;
+          return t;
+        });
     loss = relu(matmul(ones({3, 2}), w)).sum();
   }
   EXPECT_EQ(bytes, 3 * 2 * 4u + 3 * 2 * 4u);  // mm keeps x (3x2), relu keeps its output (3x2)
@@ -321,20 +384,30 @@ TEST(Ch03_Autograd, SavedTensorHooksSeeWhatBackwardKeeps) {
 
 TEST(Ch03_Autograd, InPlaceChangesAreCaught) {
   Tensor w = tensor({1.0, 2.0}).requires_grad_();
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { w.fill_(0); }, "a leaf Variable that requires grad is being used in an in-place operation."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { w.fill_(0); },
+      "a leaf Variable that requires grad is being used in an in-place operation."));
   {
     NoGradGuard no_grad;  // how an optimizer updates a weight
     w.fill_(3.0);
   }
   Tensor y = w * 2;
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { y.fill_(0); }, "in-place operation on a tensor that is part of the autograd graph"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { y.fill_(0); }, "in-place operation on a tensor that is part of the autograd graph"));
   Tensor x = tensor({1.0, 2.0});
   Tensor z = (w * x).sum();  // saves x
   x.fill_(5.0);
   EXPECT_TRUE(throws_with<RuntimeError>([&] { z.backward(); },
-                                        "one of the variables needed for gradient computation has been modified by an inplace operation"));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { tensor({1, 2}).requires_grad_(); }, "only Tensors of floating point dtype can require gradients"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { y.requires_grad_(false); }, "you can only change requires_grad flags of leaf variables."));
+                                        "one of the variables needed for gradient computation has "
+                                        "been modified by an inplace operation"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        tensor({1, 2}).requires_grad_();
+      },
+      "only Tensors of floating point dtype can require gradients"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { y.requires_grad_(false); },
+                                "you can only change requires_grad flags of leaf variables."));
 }
 
 // Seed document 000, graph.py; the names as tests/fixtures/pytorch_facts.txt, section 3, has them.
@@ -345,9 +418,11 @@ TEST(Ch03_Autograd, GraphHasPyTorchsNodes) {
   Tensor z = matmul(relu(matmul(x, W1)), w2);
   std::vector<std::string> names;
   for (const auto& n : graph_nodes(z)) names.push_back(n->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"MmBackward0", "ReluBackward0", "MmBackward0", "AccumulateGrad", "AccumulateGrad"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"MmBackward0", "ReluBackward0", "MmBackward0",
+                                             "AccumulateGrad", "AccumulateGrad"}));
   EXPECT_EQ(z.grad_fn()->next_functions().size(), 2u);
-  EXPECT_EQ(matmul(relu(matmul(x, W1)), w2).grad_fn()->next_functions()[0].fn->name(), "ReluBackward0");
+  EXPECT_EQ(matmul(relu(matmul(x, W1)), w2).grad_fn()->next_functions()[0].fn->name(),
+            "ReluBackward0");
   // A layer applied three times with one shared weight: 3 x 2 nodes plus one accumulator.
   Tensor W = eye(2).requires_grad_();
   Tensor h = x;
@@ -384,11 +459,14 @@ TEST(Ch03_Autograd, GraphHasPyTorchsNodes) {
   EXPECT_EQ(where(a > 0.0, a, a).grad_fn()->name(), "WhereBackward0");
   EXPECT_EQ(matmul(ones({3}).requires_grad_(), ones({3})).grad_fn()->name(), "DotBackward0");
   EXPECT_EQ(matmul(a, ones({3})).grad_fn()->name(), "MvBackward0");
-  EXPECT_EQ(matmul(ones({4, 2, 3}).requires_grad_(), ones({3, 5})).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(matmul(ones({4, 2, 3}).requires_grad_(), ones({3, 5})).grad_fn()->name(),
+            "UnsafeViewBackward0");
   EXPECT_EQ(mse_loss(a, ones({2, 3})).grad_fn()->name(), "MseLossBackward0");
-  EXPECT_EQ(binary_cross_entropy_with_logits(a, ones({2, 3})).grad_fn()->name(), "BinaryCrossEntropyWithLogitsBackward0");
+  EXPECT_EQ(binary_cross_entropy_with_logits(a, ones({2, 3})).grad_fn()->name(),
+            "BinaryCrossEntropyWithLogitsBackward0");
   EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->name(), "NllLossBackward0");
-  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->next_functions()[0].fn->name(), "LogSoftmaxBackward0");
+  EXPECT_EQ(cross_entropy(a, tensor({0, 1})).grad_fn()->next_functions()[0].fn->name(),
+            "LogSoftmaxBackward0");
   EXPECT_EQ((a * 2).str(), "tensor([[2., 2., 2.],\n        [2., 2., 2.]], grad_fn=<MulBackward0>)");
   EXPECT_EQ(ones({2}).requires_grad_().str(), "tensor([1., 1.], requires_grad=True)");
 }

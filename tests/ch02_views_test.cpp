@@ -22,7 +22,8 @@ TEST(Ch02_Views, PrintsTheSevenLinesOfTheDocument) {
       "t.reshape(12) works (it copies when it must): [0.0, 100.0, 8.0, 1.0]"};
   const auto lines = split_lines(chapter_output().out);
   ASSERT_GE(lines.size(), document.size() + 1);
-  for (size_t i = 0; i < document.size(); ++i) EXPECT_EQ(lines[i + 1], document[i]) << "line " << i + 2;
+  for (size_t i = 0; i < document.size(); ++i)
+    EXPECT_EQ(lines[i + 1], document[i]) << "line " << i + 2;
 }
 
 // The lecture's facts (seed document 004, sections 3.2.2 and 3.3.2): element (1, 2) of a 4x4
@@ -40,12 +41,14 @@ TEST(Ch02_Views, ReproducesTheLecturesFacts) {
 TEST(Ch02_Views, CommandLine) {
   const ProgramOutput bad = run_program(std::string(TINY_CHAPTER_EXE) + " --bogus");
   EXPECT_NE(bad.status, 0) << bad.out;
-  EXPECT_NE(bad.out.find("error: unknown argument '--bogus' (the only option is --csv DIR)"), std::string::npos);
+  EXPECT_NE(bad.out.find("error: unknown argument '--bogus' (the only option is --csv DIR)"),
+            std::string::npos);
   const std::string dir = std::string(TINY_BINARY_DIR) + "/test_csv_ch02";
   const ProgramOutput good = run_program(std::string(TINY_CHAPTER_EXE) + " --csv " + dir);
   ASSERT_EQ(good.status, 0) << good.out;
   const auto rows = split_lines(read_text(dir + "/ch02_views.csv"));
-  ASSERT_EQ(rows.size(), 1u + 12 + 12 + 4 + 3);  // header, then the cells x, x.T, x[1], x[:, 1] read
+  ASSERT_EQ(rows.size(),
+            1u + 12 + 12 + 4 + 3);  // header, then the cells x, x.T, x[1], x[:, 1] read
   EXPECT_EQ(rows[0], "view,shape,strides,offset,order,cell");
   EXPECT_EQ(rows.back(), "\"x[:, 1]\",\"(3,)\",\"(4,)\",1,2,9");
 }

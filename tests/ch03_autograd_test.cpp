@@ -23,11 +23,14 @@ TEST(Ch03_Autograd, PrintsTheDocumentsLines) {
        })
     EXPECT_TRUE(chapter_prints(line)) << line;
   // The walk of graph.py, indentation included.
-  EXPECT_NE(chapter_output().out.find("MmBackward0\n  ReluBackward0\n    MmBackward0\n      AccumulateGrad\n  AccumulateGrad\n"),
+  EXPECT_NE(chapter_output().out.find("MmBackward0\n  ReluBackward0\n    MmBackward0\n      "
+                                      "AccumulateGrad\n  AccumulateGrad\n"),
             std::string::npos);
   // Seed document 003: gradients_basics and gradients_flops (B, D, K = 1024, 256, 64).
-  EXPECT_TRUE(chapter_prints("loss = 0.5 (x.w - 5)^2 with x = [1, 2, 3]: w.grad = tensor([1., 2., 3.])"));
-  EXPECT_TRUE(chapter_prints("matmuls: forward 167772160 = 2BDD + 2BDK, backward 335544320 = 2 x forward"));
+  EXPECT_TRUE(
+      chapter_prints("loss = 0.5 (x.w - 5)^2 with x = [1, 2, 3]: w.grad = tensor([1., 2., 3.])"));
+  EXPECT_TRUE(
+      chapter_prints("matmuls: forward 167772160 = 2BDD + 2BDK, backward 335544320 = 2 x forward"));
   EXPECT_TRUE(chapter_prints("together 503316480 = 6 x 1024 data points x 81920 parameters"));
 }
 
@@ -36,8 +39,10 @@ TEST(Ch03_Autograd, PrintsTheDocumentsLines) {
 TEST(Ch03_Autograd, MeasuredGapsAreSmall) {
   double tapes = -1, fd = -1;
   for (const auto& line : split_lines(chapter_output().out)) {
-    if (line.rfind("200 random cases", 0) == 0) tapes = std::atof(line.substr(line.rfind(' ') + 1).c_str());
-    if (line.rfind("finite differences", 0) == 0) fd = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+    if (line.rfind("200 random cases", 0) == 0)
+      tapes = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+    if (line.rfind("finite differences", 0) == 0)
+      fd = std::atof(line.substr(line.rfind(' ') + 1).c_str());
   }
   EXPECT_GE(tapes, 0);
   EXPECT_LE(tapes, 1e-15);

@@ -19,7 +19,8 @@ TEST(Ch04_Devices, RunsAndMatchesGoldenOutput) {
   const bool gpu = tiny::cuda::available();
   if (gpu && tiny::cuda::device_count() != 1)
     GTEST_SKIP() << "the GPU golden file is written for one device";
-  EXPECT_TRUE(matches_golden(chapter_output().out, golden_path(gpu ? "ch04_devices_gpu" : "ch04_devices")));
+  EXPECT_TRUE(
+      matches_golden(chapter_output().out, golden_path(gpu ? "ch04_devices_gpu" : "ch04_devices")));
 }
 
 // The number right after `prefix` on the first line that starts with `line_start` and holds

@@ -23,7 +23,9 @@ TEST(Ch05_Floats, PrintsEveryLineOfTheDocument) {
       "scaled by 1024, stored, unscaled: [1e-08, 2e-07, 0.0001]"};
   const auto lines = split_lines(chapter_output().out);
   ASSERT_GE(lines.size(), document.size() + 1);
-  for (size_t i = 0; i < document.size(); ++i) EXPECT_EQ(lines[i + 1], document[i]) << "line " << i + 2;
+  for (size_t i = 0; i < document.size(); ++i)
+    EXPECT_EQ(lines[i + 1], document[i]) << "line " << i + 2;
   // Seed document 004, section 3.3.1: the 16 values of NVFP4's E2M1 (the 8 non-negative ones).
-  EXPECT_TRUE(chapter_prints("the non-negative values of E2M1: [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]"));
+  EXPECT_TRUE(
+      chapter_prints("the non-negative values of E2M1: [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]"));
 }

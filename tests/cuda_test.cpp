@@ -81,7 +81,9 @@ TEST(CudaAbsent, EveryGpuRequestSaysWhy) {
 // X[i + j * ld], op(X) is X or its transpose, and C = op(A) op(B) is m x n with inner size k.
 static void column_major_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* A,
                               int64_t lda, const double* B, int64_t ldb, double* C, int64_t ldc) {
-  auto at = [](const double* X, int64_t ld, bool t, int64_t i, int64_t j) { return t ? X[j + i * ld] : X[i + j * ld]; };
+  auto at = [](const double* X, int64_t ld, bool t, int64_t i, int64_t j) {
+    return t ? X[j + i * ld] : X[i + j * ld];
+  };
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double sum = 0;
@@ -97,7 +99,8 @@ static void column_major_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 TEST(CublasCall, SwappedColumnMajorCallGivesTheRowMajorProduct) {
   TINY_SEEDED(rng);
   for (int trial = 0; trial < 300; ++trial) {
-    const int64_t M = uniform_int(rng, 1, 6), K = uniform_int(rng, 1, 6), N = uniform_int(rng, 1, 6);
+    const int64_t M = uniform_int(rng, 1, 6), K = uniform_int(rng, 1, 6),
+                  N = uniform_int(rng, 1, 6);
     Tensor a = random_layout(rng, random_values(rng, {M, K}), kFloat64);
     Tensor b = random_layout(rng, random_values(rng, {K, N}), kFloat64);
     auto layout_of = [](Tensor& t) {
@@ -110,8 +113,8 @@ TEST(CublasCall, SwappedColumnMajorCallGivesTheRowMajorProduct) {
     };
     const detail::BlasLayout la = layout_of(a), lb = layout_of(b);
     Tensor c = empty({M, N}, kFloat64);
-    column_major_gemm(lb.transposed, la.transposed, N, M, K, b.data<double>(), lb.ld, a.data<double>(), la.ld,
-                      c.data<double>(), N);
+    column_major_gemm(lb.transposed, la.transposed, N, M, K, b.data<double>(), lb.ld,
+                      a.data<double>(), la.ld, c.data<double>(), N);
     ASSERT_TRUE(close(c, matmul(a, b), 1e-12, 1e-12))
         << "a strides " << format_tuple(a.strides()) << ", b strides " << format_tuple(b.strides());
   }
@@ -139,7 +142,8 @@ TEST(KernelGeometry, OffsetsAreIndexTimesStride) {
       for (int k = 0; k < 3; ++k) {
         int64_t expected = 0;
         for (size_t d = 0; d < shape.size(); ++d) expected += indices[linear][d] * strides[k][d];
-        ASSERT_EQ(off[k], expected) << "operand " << k << ", element " << linear << " of " << format_tuple(shape);
+        ASSERT_EQ(off[k], expected)
+            << "operand " << k << ", element " << linear << " of " << format_tuple(shape);
       }
     }
   }
@@ -152,7 +156,7 @@ TEST(CudaMemory, TwoSmallMatricesAreExactly8KiB) {
   const Tensor x = ones({32, 32});
   const int64_t before = memory_allocated(kGpu), cpu_before = memory_allocated(Device::cpu());
   {
-    const Tensor y = x.to(kGpu);                     // moved
+    const Tensor y = x.to(kGpu);                       // moved
     const Tensor z = zeros({32, 32}, kFloat32, kGpu);  // created there
     EXPECT_EQ(memory_allocated(kGpu) - before, 2 * (32 * 32 * 4));
     EXPECT_EQ(memory_allocated(Device::cpu()), cpu_before);  // each device counts its own
@@ -243,13 +247,19 @@ TEST(CudaOps, BinaryOpsMatchTheCpu) {
     bool exact;
   };
   const Case cases[] = {{"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, true},
-                        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, true},        {"mul", mul, true},
-                        {"div", div, true},         {"maximum", maximum, true}, {"minimum", minimum, true},
-                        {"eq", eq, true},           {"lt", lt, true},          {"ge", ge, true},
+                        {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, true},
+                        {"mul", mul, true},
+                        {"div", div, true},
+                        {"maximum", maximum, true},
+                        {"minimum", minimum, true},
+                        {"eq", eq, true},
+                        {"lt", lt, true},
+                        {"ge", ge, true},
                         {"pow", pow, false}};
   for (int trial = 0; trial < 40; ++trial) {
     const Shape shape = random_shape(rng, 4, 7);
-    const Tensor xv = random_values(rng, shape, true), yv = random_values(rng, broadcastable(rng, shape), true);
+    const Tensor xv = random_values(rng, shape, true),
+                 yv = random_values(rng, broadcastable(rng, shape), true);
     for (DType dt : {kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64}) {
       const Tensor x = xv.to(dt), y = yv.to(dt);
       const Tensor gx = on_gpu(rng, xv, dt), gy = on_gpu(rng, yv, dt);
@@ -271,10 +281,9 @@ TEST(CudaOps, UnaryOpsMatchTheCpu) {
   TINY_REQUIRE_CUDA();
   TINY_SEEDED(rng);
   using Op = Tensor (*)(const Tensor&);
-  const std::pair<const char*, Op> cases[] = {{"neg", neg},   {"abs", abs},         {"relu", relu},
-                                              {"sqrt", sqrt}, {"rsqrt", rsqrt},     {"exp", exp},
-                                              {"log", log},   {"sigmoid", sigmoid}, {"tanh", tanh},
-                                              {"gelu", gelu}};
+  const std::pair<const char*, Op> cases[] = {
+      {"neg", neg}, {"abs", abs}, {"relu", relu},       {"sqrt", sqrt}, {"rsqrt", rsqrt},
+      {"exp", exp}, {"log", log}, {"sigmoid", sigmoid}, {"tanh", tanh}, {"gelu", gelu}};
   for (int trial = 0; trial < 40; ++trial) {
     const Shape shape = random_shape(rng, 4, 7);
     const Tensor v = random_values(rng, shape, true);
@@ -334,11 +343,15 @@ TEST(CudaOps, OutAndInPlaceFormsOnTheGpu) {
   Tensor c = a.clone();
   c.mul_(0.9).lerp_(b.expand({2, 3}), 0.1).clamp_(0.5, 3.0);
   EXPECT_TRUE(close(m.cpu(), c, 0, 4 * eps_of(kFloat32)));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({2, 3}), ga, ga); },
-                                        "Expected all tensors to be on the same device"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        add_out(empty({2, 3}), ga, ga);
+      },
+      "Expected all tensors to be on the same device"));
   // A 0-dim CPU tensor is a number as an input, but not as a destination.
   Tensor number = scalar_tensor(1.0);
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { number.add_(sum(ga)); }, "Expected all tensors to be on the same device"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { number.add_(sum(ga)); },
+                                        "Expected all tensors to be on the same device"));
 }
 
 TEST(CudaOps, CpuScalarsJoinGpuTensors) {
@@ -347,11 +360,13 @@ TEST(CudaOps, CpuScalarsJoinGpuTensors) {
   const Tensor g = x.cuda();
   EXPECT_TRUE(equal((g * 2.5).cpu(), x * 2.5));
   EXPECT_TRUE(equal((1.0 - g).cpu(), 1.0 - x));
-  EXPECT_TRUE(equal(where(g > 2.0, g, scalar_tensor(0.0)).cpu(), where(x > 2.0, x, scalar_tensor(0.0))));
+  EXPECT_TRUE(
+      equal(where(g > 2.0, g, scalar_tensor(0.0)).cpu(), where(x > 2.0, x, scalar_tensor(0.0))));
   Tensor filled = empty({2, 3}, kFloat16, kGpu);
   filled.fill_(7);
   EXPECT_TRUE(equal(filled.cpu(), full({2, 3}, 7, kFloat16)));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { add(g, x); }, "Expected all tensors to be on the same device"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { add(g, x); },
+                                        "Expected all tensors to be on the same device"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(g, x.T()); }, "same device"));
 }
 
@@ -428,21 +443,25 @@ TEST(CudaMatmul, EveryFloatTypeAgainstAFloat64Reference) {
   TINY_REQUIRE_CUDA();
   TINY_SEEDED(rng);
   for (int trial = 0; trial < 30; ++trial) {
-    const int64_t M = uniform_int(rng, 1, 70), K = uniform_int(rng, 1, 300), N = uniform_int(rng, 1, 70);
+    const int64_t M = uniform_int(rng, 1, 70), K = uniform_int(rng, 1, 300),
+                  N = uniform_int(rng, 1, 70);
     const int64_t B = uniform_int(rng, 1, 3);
     const Tensor a = random_values(rng, {B, M, K}), b = random_values(rng, {K, N});
     for (DType dt : kFloats) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N));
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " " + std::to_string(M) + "x" + std::to_string(K) +
+                   "x" + std::to_string(N));
       const Tensor ga = on_gpu(rng, a, dt);
       // b sometimes arrives transposed in memory (the backward pass's layout).
-      const Tensor gb = uniform_int(rng, 0, 1) ? on_gpu(rng, b, dt) : on_gpu(rng, b.T().contiguous(), dt).T();
+      const Tensor gb =
+          uniform_int(rng, 0, 1) ? on_gpu(rng, b, dt) : on_gpu(rng, b.T().contiguous(), dt).T();
       // The reference multiplies the inputs as stored (already rounded to dtype) in float64.
       const Tensor ref = matmul(a.to(dt).to(kFloat64), b.to(dt).to(kFloat64));
       const Tensor got = matmul(ga, gb);
       ASSERT_EQ(got.dtype(), dt);
       // Each output sums K products of values up to 2 in size: allow K float32 roundings, plus
       // the one rounding of the result to dtype.
-      const double atol = 4.0 * static_cast<double>(K) * 1.2e-7 * 4 + (dt == kFloat64 ? 0 : 4 * eps_of(dt));
+      const double atol =
+          4.0 * static_cast<double>(K) * 1.2e-7 * 4 + (dt == kFloat64 ? 0 : 4 * eps_of(dt));
       ASSERT_TRUE(close(got, ref, atol, eps_of(dt)));
       // Batched operands on both sides, and vectors.
       ASSERT_TRUE(close(matmul(ga, gb.unsqueeze(0).expand({B, K, N})), ref, atol, eps_of(dt)));
@@ -469,13 +488,15 @@ TEST(CudaMatmul, Tf32IsAnExplicitChoice) {
   EXPECT_LT(err_fp32, 1e-3);
   EXPECT_GT(err_tf32, 10 * err_fp32);
   EXPECT_LT(err_tf32, 0.5);
-  EXPECT_TRUE(throws_with<RuntimeError>([] { set_float32_matmul_precision("fast"); }, "Invalid precision"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { set_float32_matmul_precision("fast"); }, "Invalid precision"));
 }
 
 TEST(CudaMatmul, IntegersAreRefusedAsInPyTorch) {
   TINY_REQUIRE_CUDA();
   const Tensor a = ones({2, 2}, kInt64, kGpu);
-  EXPECT_TRUE(throws_with<TypeError>([&] { matmul(a, a); }, "\"addmm_cuda\" not implemented for 'Long'"));
+  EXPECT_TRUE(
+      throws_with<TypeError>([&] { matmul(a, a); }, "\"addmm_cuda\" not implemented for 'Long'"));
 }
 
 // ---- autograd, printing, events -----------------------------------------------------------------
@@ -483,7 +504,8 @@ TEST(CudaMatmul, IntegersAreRefusedAsInPyTorch) {
 TEST(CudaAutograd, GradientsMatchTheCpu) {
   TINY_REQUIRE_CUDA();
   TINY_SEEDED(rng);
-  const Tensor xv = random_values(rng, {16, 32}).to(kFloat64), w1v = random_values(rng, {32, 24}).to(kFloat64),
+  const Tensor xv = random_values(rng, {16, 32}).to(kFloat64),
+               w1v = random_values(rng, {32, 24}).to(kFloat64),
                w2v = random_values(rng, {24, 1}).to(kFloat64);
   auto grads = [&](Device d) {
     const Tensor x = xv.to(d);
@@ -507,7 +529,8 @@ TEST(CudaAutograd, GradientsMatchTheCpu) {
 TEST(CudaFormat, PrintsLikePyTorch) {
   TINY_REQUIRE_CUDA();
   EXPECT_EQ(tensor({1.5, 2.0}).cuda().str(), "tensor([1.5000, 2.0000], device='cuda:0')");
-  EXPECT_EQ(ones({2}, kFloat16).cuda().str(), "tensor([1., 1.], device='cuda:0', dtype=torch.float16)");
+  EXPECT_EQ(ones({2}, kFloat16).cuda().str(),
+            "tensor([1., 1.], device='cuda:0', dtype=torch.float16)");
   const std::string props = cuda::get_device_properties(0).str();
   EXPECT_EQ(props.rfind("_CudaDeviceProperties(name='", 0), 0u) << props;
 }

@@ -10,8 +10,8 @@ using namespace tiny::testing;
 
 TEST(DType, SizesAndNames) {
   const std::pair<DType, std::pair<size_t, const char*>> expected[] = {
-      {kFloat32, {4, "float32"}}, {kFloat64, {8, "float64"}}, {kFloat16, {2, "float16"}},
-      {kBFloat16, {2, "bfloat16"}}, {kInt32, {4, "int32"}},   {kInt64, {8, "int64"}},
+      {kFloat32, {4, "float32"}},   {kFloat64, {8, "float64"}}, {kFloat16, {2, "float16"}},
+      {kBFloat16, {2, "bfloat16"}}, {kInt32, {4, "int32"}},     {kInt64, {8, "int64"}},
       {kBool, {1, "bool"}}};
   for (const auto& [dt, info] : expected) {
     EXPECT_EQ(element_size(dt), info.first);
@@ -89,7 +89,8 @@ static uint16_t encode_reference(float x, Decode decode, uint16_t max_finite, ui
     if (decode(static_cast<uint16_t>(mid)) <= ax) lo = mid;
     else hi = mid;
   }
-  const double dl = ax - decode(static_cast<uint16_t>(lo)), dh = decode(static_cast<uint16_t>(hi)) - ax;
+  const double dl = ax - decode(static_cast<uint16_t>(lo)),
+               dh = decode(static_cast<uint16_t>(hi)) - ax;
   uint32_t pick = dl < dh ? lo : dh < dl ? hi : (lo % 2 == 0 ? lo : hi);
   return static_cast<uint16_t>(sign | pick);
 }
@@ -98,10 +99,26 @@ TEST(Float16, EncodingRoundsToNearestEven) {
   TINY_SEEDED(rng);
   auto decode = [](uint16_t h) { return decode_half_reference(h); };
   std::uniform_int_distribution<uint32_t> bits;
-  std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 70000.0f, -70000.0f,
-                               1e-8f, 2e-7f, 1e-4f, 0.1f, 1.001f, 1.00048828125f,
-                               1.00146484375f, 5.960464477539063e-08f, 2.98e-8f, 3e-8f,
-                               2.9802322387695312e-08f, 6.103515625e-05f, 6.1e-05f};
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               70000.0f,
+                               -70000.0f,
+                               1e-8f,
+                               2e-7f,
+                               1e-4f,
+                               0.1f,
+                               1.001f,
+                               1.00048828125f,
+                               1.00146484375f,
+                               5.960464477539063e-08f,
+                               2.98e-8f,
+                               3e-8f,
+                               2.9802322387695312e-08f,
+                               6.103515625e-05f,
+                               6.1e-05f};
   // Random float32 bit patterns, restricted to float16's range and around it.
   for (int i = 0; i < 2'000'000; ++i) {
     uint32_t b = bits(rng);
@@ -123,8 +140,8 @@ TEST(BFloat16, EncodingRoundsToNearestEven) {
   TINY_SEEDED(rng);
   auto decode = [](uint16_t b) { return static_cast<double>(bfloat16_bits_to_float(b)); };
   std::uniform_int_distribution<uint32_t> bits;
-  std::vector<float> values = {0.0f, -0.0f, 1e-8f, 70000.0f, 1.001f, 1.00390625f, 1.01171875f,
-                               65504.0f, 3.4e38f, 1e-40f};
+  std::vector<float> values = {0.0f,        -0.0f,       1e-8f,    70000.0f, 1.001f,
+                               1.00390625f, 1.01171875f, 65504.0f, 3.4e38f,  1e-40f};
   for (int i = 0; i < 2'000'000; ++i) {
     uint32_t b = bits(rng);
     if (((b >> 23) & 0xff) == 0xff) continue;  // NaN and inf are checked below
@@ -141,11 +158,13 @@ TEST(BFloat16, EncodingRoundsToNearestEven) {
 // The conversions PyTorch prints (tests/fixtures/pytorch_facts.txt, section 5).
 TEST(Float16, MatchesPyTorchsTable) {
   const std::tuple<float, uint16_t, uint16_t> table[] = {
-      {1e-8f, 0x0000, 0x322C},     {2e-7f, 0x0003, 0x3457},    {1e-4f, 0x068E, 0x38D2},
-      {0.1f, 0x2E66, 0x3DCD},      {1.001f, 0x3C01, 0x3F80},   {1.00048828125f, 0x3C00, 0x3F80},
+      {1e-8f, 0x0000, 0x322C},          {2e-7f, 0x0003, 0x3457},
+      {1e-4f, 0x068E, 0x38D2},          {0.1f, 0x2E66, 0x3DCD},
+      {1.001f, 0x3C01, 0x3F80},         {1.00048828125f, 0x3C00, 0x3F80},
       {1.00146484375f, 0x3C02, 0x3F80}, {1.00390625f, 0x3C04, 0x3F80},
-      {1.01171875f, 0x3C0C, 0x3F82}, {65504.0f, 0x7BFF, 0x4780}, {65519.99f, 0x7BFF, 0x4780},
-      {65520.0f, 0x7C00, 0x4780},  {70000.0f, 0x7C00, 0x4789}, {-70000.0f, 0xFC00, 0xC789},
+      {1.01171875f, 0x3C0C, 0x3F82},    {65504.0f, 0x7BFF, 0x4780},
+      {65519.99f, 0x7BFF, 0x4780},      {65520.0f, 0x7C00, 0x4780},
+      {70000.0f, 0x7C00, 0x4789},       {-70000.0f, 0xFC00, 0xC789},
       {3.4e38f, 0x7C00, 0x7F80}};
   for (const auto& [v, half, bf16] : table) {
     EXPECT_EQ(float_to_half_bits(v), half) << repr(v);

@@ -25,10 +25,12 @@ TEST(Einops, RearrangeIsPermuteAndReshape) {
   Tensor x = random_layout(rng, random_values(rng, {2, 3, 4, 5}), kFloat32);
   EXPECT_TRUE(equal(rearrange(x, "b c h w -> b h w c"), x.permute({0, 2, 3, 1})));
   EXPECT_TRUE(equal(rearrange(x, "b c h w -> b (c h w)"), x.reshape({2, 60})));
-  EXPECT_TRUE(equal(rearrange(x, "b c h w -> (b h) w c"), x.permute({0, 2, 3, 1}).reshape({8, 5, 3})));
+  EXPECT_TRUE(
+      equal(rearrange(x, "b c h w -> (b h) w c"), x.permute({0, 2, 3, 1}).reshape({8, 5, 3})));
   // Splitting then merging in the other order interleaves: (h1 h2) -> (h2 h1).
   Tensor v = arange(6);
-  EXPECT_EQ(rearrange(v, "(a b) -> (b a)", {{"a", 2}}).tolist(), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  EXPECT_EQ(rearrange(v, "(a b) -> (b a)", {{"a", 2}}).tolist(),
+            (std::vector<double>{0, 3, 1, 4, 2, 5}));
   EXPECT_EQ(rearrange(v, "(a b) -> a b", {{"b", 3}}).shape(), (Shape{2, 3}));
   EXPECT_EQ(rearrange(v, "n -> n 1").shape(), (Shape{6, 1}));
   // A pure permutation is a view.
@@ -43,7 +45,8 @@ TEST(Einops, ReduceMatchesTheLibrarysReductions) {
   EXPECT_TRUE(equal(reduce(x, "a b c -> a", "max"), max(max(x, 2).values, 1).values));
   // Pooling: split a dimension and reduce one of the parts.
   Tensor y = arange(8.0);
-  EXPECT_EQ(reduce(y, "(n pair) -> n", "max", {{"pair", 2}}).tolist(), (std::vector<double>{1, 3, 5, 7}));
+  EXPECT_EQ(reduce(y, "(n pair) -> n", "max", {{"pair", 2}}).tolist(),
+            (std::vector<double>{1, 3, 5, 7}));
 }
 
 TEST(Einops, EinsumMatchesFloat64Loops) {
@@ -61,35 +64,53 @@ TEST(Einops, EinsumMatchesFloat64Loops) {
           for (int64_t j = 0; j < 5; ++j) acc += a.at({n, i, h}) * b.at({n, j, h}) * c.at({j, k});
         ref.index({n, i, k}) = acc;
       }
-  EXPECT_TRUE(close(einsum({a, b, c}, "batch i h, batch j h, j k -> batch i k"), ref, 1e-12, 1e-12));
+  EXPECT_TRUE(
+      close(einsum({a, b, c}, "batch i h, batch j h, j k -> batch i k"), ref, 1e-12, 1e-12));
   // Outer products, traces of shape, transposes and sums of a single operand.
   EXPECT_EQ(einsum(tensor({1., 2}), tensor({3., 4, 5}), "i, j -> i j").tolist(),
             (std::vector<double>{3, 4, 5, 6, 8, 10}));
   EXPECT_TRUE(equal(einsum(a, "b i h -> h i b"), a.permute({2, 1, 0})));
   EXPECT_TRUE(close(einsum(a, "b i h -> b"), a.sum({1, 2}), 1e-14, 1e-14));
-  EXPECT_TRUE(close(einsum(a, b, "b i h, b j h -> "), (matmul(a, b.transpose(1, 2))).sum(), 1e-12, 1e-12));
+  EXPECT_TRUE(
+      close(einsum(a, b, "b i h, b j h -> "), (matmul(a, b.transpose(1, 2))).sum(), 1e-12, 1e-12));
 }
 
 TEST(Einops, MalformedPatternsRaiseClearErrors) {
   Tensor x = ones({2, 3, 8});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b c -> a b"); },
-                                        "Identifiers only on one side of expression (should be on both): {'c'}"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { rearrange(x, "a b c -> a b"); },
+      "Identifiers only on one side of expression (should be on both): {'c'}"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b -> a b"); },
                                         "Wrong shape: expected 2 dims. Received 3-dim tensor."));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (h d) -> a b h d", {{"h", 3}}); },
-                                        "Shape mismatch, can't divide axis of length 8 in chunks of 3"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        rearrange(x, "a b (h d) -> a b h d", {{"h", 3}});
+      },
+      "Shape mismatch, can't divide axis of length 8 in chunks of 3"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (h d) -> a b h d"); },
                                         "Could not infer sizes for {'h', 'd'}"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (c -> a b c"); }, "Brackets are not balanced"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b c"); }, "Pattern must contain '->'"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a a c -> a c"); }, "duplicate dimension"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { reduce(x, "a b c -> a b", "median"); }, "Unknown reduction 'median'"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { reduce(x, "a b c -> a d", "sum"); },
-                                        "Unexpected identifiers on the right side of reduce: {'d'}"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, ones({4, 8}), "a b c, d c -> a b e"); },
-                                        "output axis 'e' appears in no input"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, ones({4, 7}), "a b c, d c -> a b d"); },
-                                        "axis 'c' has size 8 in one operand and 7 in another"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, "a b c, d -> a"); }, "names 2 operands, but 1 were given"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (c -> a b c"); },
+                                        "Brackets are not balanced"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { rearrange(x, "a b c"); }, "Pattern must contain '->'"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { rearrange(x, "a a c -> a c"); }, "duplicate dimension"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { reduce(x, "a b c -> a b", "median"); },
+                                        "Unknown reduction 'median'"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { reduce(x, "a b c -> a d", "sum"); },
+                                "Unexpected identifiers on the right side of reduce: {'d'}"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        einsum(x, ones({4, 8}), "a b c, d c -> a b e");
+      },
+      "output axis 'e' appears in no input"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        einsum(x, ones({4, 7}), "a b c, d c -> a b d");
+      },
+      "axis 'c' has size 8 in one operand and 7 in another"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, "a b c, d -> a"); },
+                                        "names 2 operands, but 1 were given"));
   EXPECT_TRUE(equal(x, ones({2, 3, 8})));
 }

@@ -18,10 +18,11 @@ using namespace tiny::testing;
 
 namespace {
 
-#define REQUIRE_CUDA_HEADERS()                                                              \
-  do {                                                                                      \
-    if (!kHaveCudaHeaders) GTEST_SKIP() << "the CUDA toolkit's headers were not found at "  \
-                                           "configure time; the reference is not available"; \
+#define REQUIRE_CUDA_HEADERS()                                          \
+  do {                                                                  \
+    if (!kHaveCudaHeaders)                                              \
+      GTEST_SKIP() << "the CUDA toolkit's headers were not found at "   \
+                      "configure time; the reference is not available"; \
   } while (0)
 
 #ifdef TINY_CUDA_HEADERS
@@ -41,17 +42,20 @@ std::vector<float> probe_values(std::mt19937_64& rng, const FloatFormat& f, int 
   std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN};
   const FInfo info = f.info();
   for (double base : {info.max, info.smallest_normal, info.smallest_subnormal, 1.0, 0.5}) {
-    for (double k : {0.5, 0.75, 1.0, 1.0 + info.eps / 2, 1.0 + info.eps, 1.5, 1.0 + 0.75 * info.eps, 1.0 - info.eps / 4}) {
+    for (double k : {0.5, 0.75, 1.0, 1.0 + info.eps / 2, 1.0 + info.eps, 1.5, 1.0 + 0.75 * info.eps,
+                     1.0 - info.eps / 4}) {
       v.push_back(static_cast<float>(base * k));
       v.push_back(static_cast<float>(-base * k));
     }
   }
   std::uniform_int_distribution<uint32_t> bits;
-  const int emax = static_cast<int>(std::log2(info.max)) + 2, emin = static_cast<int>(std::log2(info.smallest_subnormal)) - 2;
+  const int emax = static_cast<int>(std::log2(info.max)) + 2,
+            emin = static_cast<int>(std::log2(info.smallest_subnormal)) - 2;
   for (int i = 0; i < count; ++i) {
     uint32_t b = bits(rng);
     if (i % 2 == 0) {  // half of them near the format's range
-      const int e = std::clamp(emin + static_cast<int>(b % static_cast<uint32_t>(emax - emin + 1)), -149, 127);
+      const int e = std::clamp(emin + static_cast<int>(b % static_cast<uint32_t>(emax - emin + 1)),
+                               -149, 127);
       const uint32_t field = e < -126 ? 0 : static_cast<uint32_t>(e + 127);
       b = (b & 0x807fffffu) | (field << 23);
     }
@@ -68,7 +72,8 @@ bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) ||
 
 TEST(Ch05_Floats, FinfoIsComputedFromTheLayoutAndMatchesPyTorch) {
   // tests/fixtures/pytorch_facts.txt, section 4 (torch.finfo, measured).
-  const FInfo f32 = finfo(kFloat32), f16 = finfo(kFloat16), bf = finfo(kBFloat16), f64 = finfo(kFloat64);
+  const FInfo f32 = finfo(kFloat32), f16 = finfo(kFloat16), bf = finfo(kBFloat16),
+              f64 = finfo(kFloat64);
   EXPECT_EQ(f32.max, 3.4028234663852886e+38);
   EXPECT_EQ(f32.smallest_normal, 1.1754943508222875e-38);
   EXPECT_EQ(f32.smallest_subnormal, 1.401298464324817e-45);
@@ -85,7 +90,8 @@ TEST(Ch05_Floats, FinfoIsComputedFromTheLayoutAndMatchesPyTorch) {
   EXPECT_EQ(f16.resolution, 0.001);
   EXPECT_EQ(bf.resolution, 0.01);
   EXPECT_NEAR(f32.resolution, 1e-6, 1e-21);
-  EXPECT_TRUE(throws_with<TypeError>([] { finfo(kInt64); }, "torch.finfo() requires a floating point input type"));
+  EXPECT_TRUE(throws_with<TypeError>([] { finfo(kInt64); },
+                                     "torch.finfo() requires a floating point input type"));
   // The small formats (section 4's computed table).
   const FInfo e4 = kFormatE4M3.info(), e5 = kFormatE5M2.info(), e2 = kFormatE2M1.info();
   EXPECT_EQ(e4.max, 448.0);
@@ -108,19 +114,23 @@ TEST(Ch05_Floats, FinfoIsComputedFromTheLayoutAndMatchesPyTorch) {
 TEST(Ch05_Floats, Fp4HasTheSixteenValuesOfNvfp4) {  // seed document 004, section 3.3.1
   std::vector<double> values;
   for (uint32_t p = 0; p < 16; ++p) values.push_back(kFormatE2M1.decode(p));
-  EXPECT_EQ(values, (std::vector<double>{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6}));
+  EXPECT_EQ(values, (std::vector<double>{0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3,
+                                         -4, -6}));
 }
 
 TEST(Ch05_Floats, Fp8MatchesPyTorchsCasts) {  // c10's Float8_e4m3fn.h / Float8_e5m2.h casts
   // (computed from c10's conversion code, not measured: torch 1.13, which measured
   // tests/fixtures/pytorch_facts.txt, has no float8 dtypes, so its section 4 has none)
   const std::tuple<float, double, double> cases[] = {
-      {0.1f, 0.1015625, 0.09375}, {1.1f, 1.125, 1.0}, {3.14159f, 3.25, 3.0}, {240.0f, 240.0, 256.0},
-      {500.0f, NAN, 512.0},       {57344.0f, NAN, 57344.0}, {70000.0f, NAN, INFINITY}, {1e-8f, 0.0, 0.0},
-      {464.0f, 448.0, 448.0},     {470.0f, NAN, 448.0}};
+      {0.1f, 0.1015625, 0.09375}, {1.1f, 1.125, 1.0},   {3.14159f, 3.25, 3.0},
+      {240.0f, 240.0, 256.0},     {500.0f, NAN, 512.0}, {57344.0f, NAN, 57344.0},
+      {70000.0f, NAN, INFINITY},  {1e-8f, 0.0, 0.0},    {464.0f, 448.0, 448.0},
+      {470.0f, NAN, 448.0}};
   for (const auto& [x, e4m3, e5m2] : cases) {
-    EXPECT_TRUE(same_value(kFormatE4M3.round(x), e4m3)) << repr(x) << " -> " << repr(kFormatE4M3.round(x));
-    EXPECT_TRUE(same_value(kFormatE5M2.round(x), e5m2)) << repr(x) << " -> " << repr(kFormatE5M2.round(x));
+    EXPECT_TRUE(same_value(kFormatE4M3.round(x), e4m3))
+        << repr(x) << " -> " << repr(kFormatE4M3.round(x));
+    EXPECT_TRUE(same_value(kFormatE5M2.round(x), e5m2))
+        << repr(x) << " -> " << repr(kFormatE5M2.round(x));
   }
   EXPECT_EQ(kFormatE4M3.encode(0.1f), 0x1Du);
   EXPECT_EQ(kFormatE5M2.encode(0.1f), 0x2Eu);
@@ -131,7 +141,8 @@ TEST(Ch05_Floats, Fp8MatchesPyTorchsCasts) {  // c10's Float8_e4m3fn.h / Float8_
 TEST(Ch05_Floats, EveryPatternRoundTrips) {
   // Decoding then encoding any non-NaN pattern gives it back, in every format: the codec is a
   // bijection on the representable values.
-  for (const FloatFormat& f : {kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2, kFormatE2M1}) {
+  for (const FloatFormat& f :
+       {kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2, kFormatE2M1}) {
     for (uint32_t p = 0; p < (1u << f.bits()); ++p) {
       const double v = f.decode(p);
       if (std::isnan(v)) continue;
@@ -164,12 +175,14 @@ TEST(Ch05_Floats, HalfAndBFloat16MatchTheCudaToolkit) {
   }
   TINY_SEEDED(rng);
   for (float x : probe_values(rng, kFormatFloat16, 2000000)) {
-    if (std::isnan(x)) continue;  // NaN payloads differ by implementation; NaN-ness is checked above
+    if (std::isnan(x))
+      continue;  // NaN payloads differ by implementation; NaN-ness is checked above
     ASSERT_EQ(float_to_half_bits(x), static_cast<__half_raw>(__float2half_rn(x)).x) << repr(x);
   }
   for (float x : probe_values(rng, kFormatBFloat16, 2000000)) {
     if (std::isnan(x)) continue;
-    ASSERT_EQ(float_to_bfloat16_bits(x), static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(x)).x) << repr(x);
+    ASSERT_EQ(float_to_bfloat16_bits(x), static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(x)).x)
+        << repr(x);
   }
 #endif
 }
@@ -177,18 +190,23 @@ TEST(Ch05_Floats, HalfAndBFloat16MatchTheCudaToolkit) {
 TEST(Ch05_Floats, Fp8MatchesTheCudaToolkitInBothOverflowModes) {
   REQUIRE_CUDA_HEADERS();
 #ifdef TINY_CUDA_HEADERS
-  const std::pair<FloatFormat, __nv_fp8_interpretation_t> formats[] = {{kFormatE4M3, __NV_E4M3}, {kFormatE5M2, __NV_E5M2}};
+  const std::pair<FloatFormat, __nv_fp8_interpretation_t> formats[] = {{kFormatE4M3, __NV_E4M3},
+                                                                       {kFormatE5M2, __NV_E5M2}};
   TINY_SEEDED(rng);
   for (const auto& [f, kind] : formats) {
     for (uint32_t p = 0; p < 256; ++p) {
-      const float cuda = cuda_half_to_float(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(p), kind).x);
+      const float cuda =
+          cuda_half_to_float(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(p), kind).x);
       ASSERT_TRUE(same_value(f.decode(p), cuda)) << f.name << " pattern " << p;
     }
     for (float x : probe_values(rng, f, 1000000)) {
-      for (auto [mode, sat] : {std::pair{Overflow::Saturate, __NV_SATFINITE}, std::pair{Overflow::NonFinite, __NV_NOSAT}}) {
+      for (auto [mode, sat] : {std::pair{Overflow::Saturate, __NV_SATFINITE},
+                               std::pair{Overflow::NonFinite, __NV_NOSAT}}) {
         const uint32_t ours = f.encode(x, mode), theirs = __nv_cvt_float_to_fp8(x, sat, kind);
         if (std::isnan(x)) ASSERT_TRUE(std::isnan(f.decode(ours)) && std::isnan(f.decode(theirs)));
-        else ASSERT_EQ(ours, theirs) << f.name << " x = " << repr(x) << (mode == Overflow::Saturate ? " saturating" : "");
+        else
+          ASSERT_EQ(ours, theirs) << f.name << " x = " << repr(x)
+                                  << (mode == Overflow::Saturate ? " saturating" : "");
       }
     }
   }
@@ -199,7 +217,10 @@ TEST(Ch05_Floats, Fp4MatchesTheCudaToolkit) {
   REQUIRE_CUDA_HEADERS();
 #ifdef TINY_CUDA_HEADERS
   for (uint32_t p = 0; p < 16; ++p)
-    ASSERT_EQ(kFormatE2M1.decode(p), cuda_half_to_float(__nv_cvt_fp4_to_halfraw(static_cast<__nv_fp4_storage_t>(p), __NV_E2M1).x)) << p;
+    ASSERT_EQ(kFormatE2M1.decode(p),
+              cuda_half_to_float(
+                  __nv_cvt_fp4_to_halfraw(static_cast<__nv_fp4_storage_t>(p), __NV_E2M1).x))
+        << p;
   TINY_SEEDED(rng);
   for (float x : probe_values(rng, kFormatE2M1, 1000000)) {
     const uint32_t theirs = __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest);
@@ -217,7 +238,8 @@ TEST(Ch05_Floats, TensorsConvertAndComputeInFloat32) {
   EXPECT_EQ(w.item(), 1.0);
   EXPECT_EQ(round_to_format(tensor({0.1, 500.0}), kFormatE4M3, Overflow::Saturate).tolist(),
             (std::vector<double>{0.1015625, 448.0}));
-  EXPECT_TRUE(throws_with<TypeError>([] { round_to_format(tensor({1}), kFormatE4M3); }, "not implemented for 'Long'"));
+  EXPECT_TRUE(throws_with<TypeError>([] { round_to_format(tensor({1}), kFormatE4M3); },
+                                     "not implemented for 'Long'"));
 }
 
 TEST(Ch05_Floats, Nvfp4BlockScalesFollowEachBlock) {
@@ -226,7 +248,8 @@ TEST(Ch05_Floats, Nvfp4BlockScalesFollowEachBlock) {
   // a scale per block keeps every block to E2M1's relative precision.
   std::vector<float> v(256);
   for (size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<float>(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), static_cast<int>(i / 16) - 8));
+    v[i] = static_cast<float>(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                                         static_cast<int>(i / 16) - 8));
   const Tensor x = from_vector(v, {16, 16});
   const NvFp4Tensor q = nvfp4_quantize(x);
   EXPECT_EQ(q.codes.size(), 256u);
@@ -241,7 +264,8 @@ TEST(Ch05_Floats, Nvfp4BlockScalesFollowEachBlock) {
     double amax = 0;
     for (int64_t i = 0; i < 16; ++i) amax = std::max(amax, std::fabs(x.at({b, i})));
     for (int64_t i = 0; i < 16; ++i)
-      ASSERT_LE(std::fabs(back.at({b, i}) - x.at({b, i})), amax / 6 * 1.125 + 1e-30) << b << "," << i;
+      ASSERT_LE(std::fabs(back.at({b, i}) - x.at({b, i})), amax / 6 * 1.125 + 1e-30)
+          << b << "," << i;
   }
   const Tensor single = fp4_single_scale(x);
   EXPECT_GT(sum(single == 0.0).item(), 100);  // most of the small blocks vanish

@@ -28,6 +28,8 @@ TEST(Flops, PromisesAndTime) {
   EXPECT_NEAR(s, 12435257.7, 0.05);
   EXPECT_NEAR(s / kSecondsPerDay, 143.93, 0.005);
   EXPECT_EQ(8 * 80e9 / kAdamWFloat32BytesPerParam, 40e9);
-  EXPECT_TRUE(throws_with<ValueError>([] { promised_flop_per_sec("V100", kBFloat16); }, "no promised FLOP/s for V100"));
-  EXPECT_TRUE(throws_with<ValueError>([] { promised_flop_per_sec("H100", kInt64); }, "no promised FLOP/s for H100 in int64"));
+  EXPECT_TRUE(throws_with<ValueError>([] { promised_flop_per_sec("V100", kBFloat16); },
+                                      "no promised FLOP/s for V100"));
+  EXPECT_TRUE(throws_with<ValueError>([] { promised_flop_per_sec("H100", kInt64); },
+                                      "no promised FLOP/s for H100 in int64"));
 }

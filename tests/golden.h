@@ -83,13 +83,13 @@ inline ::testing::AssertionResult matches_golden(const std::string& output,
   for (size_t i = 0; i < n; ++i) {
     const std::string e = i < expected.size() ? expected[i] : "<end of golden file>";
     const std::string a = i < actual.size() ? actual[i] : "<end of output>";
-    const bool ok = i < expected.size() && i < actual.size() &&
-                    (e.find("{{") == std::string::npos ? e == a
-                                                       : std::regex_match(a, golden_line_regex(e)));
+    const bool ok =
+        i < expected.size() && i < actual.size() &&
+        (e.find("{{") == std::string::npos ? e == a : std::regex_match(a, golden_line_regex(e)));
     if (!ok)
-      return ::testing::AssertionFailure() << golden_path << ", line " << (i + 1)
-                                           << ":\n  expected: " << e << "\n  actual:   " << a
-                                           << "\n(make golden CH=.. regenerates it, showing the diff)";
+      return ::testing::AssertionFailure()
+             << golden_path << ", line " << (i + 1) << ":\n  expected: " << e
+             << "\n  actual:   " << a << "\n(make golden CH=.. regenerates it, showing the diff)";
   }
   return ::testing::AssertionSuccess();
 }
@@ -130,7 +130,9 @@ inline const ProgramOutput& chapter_output() {
     ProgramOutput out;
     if (!read_chapter_run(out)) out = run_program(TINY_CHAPTER_EXE);
     // A chapter that fails says why on its last line; put that in the test's log.
-    if (out.status != 0) std::printf("the chapter exited with status %d; its output:\n%s\n", out.status, out.out.c_str());
+    if (out.status != 0)
+      std::printf("the chapter exited with status %d; its output:\n%s\n", out.status,
+                  out.out.c_str());
     return out;
   }();
   return r;
@@ -144,10 +146,10 @@ inline bool chapter_prints(const std::string& line) {
 }
 
 // The test every chapter has: it runs, and its output matches tests/golden/<chapter>.txt.
-#define TINY_GOLDEN_TEST(Suite)                                                   \
-  TEST(Suite, RunsAndMatchesGoldenOutput) {                                       \
-    ASSERT_EQ(::tiny::testing::chapter_output().status, 0);                       \
-    EXPECT_TRUE(::tiny::testing::matches_golden(::tiny::testing::chapter_output().out, \
+#define TINY_GOLDEN_TEST(Suite)                                                                    \
+  TEST(Suite, RunsAndMatchesGoldenOutput) {                                                        \
+    ASSERT_EQ(::tiny::testing::chapter_output().status, 0);                                        \
+    EXPECT_TRUE(::tiny::testing::matches_golden(::tiny::testing::chapter_output().out,             \
                                                 ::tiny::testing::golden_path(TINY_CHAPTER_NAME))); \
   }
 #endif

@@ -28,7 +28,8 @@ inline std::string read_text(const std::string& path) {
 }
 
 // The lines between the two `//! [name]` markers, with their common indentation removed.
-inline std::vector<std::string> source_region(const std::vector<std::string>& source, const std::string& name) {
+inline std::vector<std::string> source_region(const std::vector<std::string>& source,
+                                              const std::string& name) {
   std::vector<std::string> region;
   int markers = 0;
   for (const auto& line : source) {
@@ -41,13 +42,15 @@ inline std::vector<std::string> source_region(const std::vector<std::string>& so
   if (markers != 2) return {"<no region '" + name + "' in the source>"};
   size_t indent = std::string::npos;
   for (const auto& l : region)
-    if (l.find_first_not_of(' ') != std::string::npos) indent = std::min(indent, l.find_first_not_of(' '));
+    if (l.find_first_not_of(' ') != std::string::npos)
+      indent = std::min(indent, l.find_first_not_of(' '));
   for (auto& l : region) l = l.size() >= indent ? l.substr(indent) : "";
   return region;
 }
 
 // The golden section whose heading contains `key`: from the heading to the next blank line.
-inline std::vector<std::string> output_section(const std::vector<std::string>& golden, const std::string& key) {
+inline std::vector<std::string> output_section(const std::vector<std::string>& golden,
+                                               const std::string& key) {
   std::vector<std::string> section;
   bool in = false;
   for (const auto& line : golden) {
@@ -69,44 +72,53 @@ inline ::testing::AssertionResult readme_is_honest(const std::string& chapter) {
   int checked = 0;
   for (size_t i = 0; i < readme.size(); ++i) {
     std::smatch m;
-    for (auto it = std::sregex_iterator(readme[i].begin(), readme[i].end(), image); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(readme[i].begin(), readme[i].end(), image);
+         it != std::sregex_iterator(); ++it) {
       const std::string path = dir + "/" + (*it)[1].str();
       if (!std::filesystem::exists(path))
-        return ::testing::AssertionFailure() << "README line " << i + 1 << ": missing image " << path;
+        return ::testing::AssertionFailure()
+               << "README line " << i + 1 << ": missing image " << path;
     }
     if (!std::regex_match(readme[i], m, marker)) continue;
     // The fenced block right after the marker.
     size_t open = i + 1;
     if (open >= readme.size() || readme[open].rfind("```", 0) != 0)
-      return ::testing::AssertionFailure() << "README line " << i + 1 << ": marker not followed by a ``` block";
+      return ::testing::AssertionFailure()
+             << "README line " << i + 1 << ": marker not followed by a ``` block";
     std::vector<std::string> block;
     size_t close = open + 1;
-    for (; close < readme.size() && readme[close].rfind("```", 0) != 0; ++close) block.push_back(readme[close]);
+    for (; close < readme.size() && readme[close].rfind("```", 0) != 0; ++close)
+      block.push_back(readme[close]);
     const bool snippet = m[1] == "snippet";
     const auto expected = snippet ? source_region(source, m[2]) : output_section(golden, m[2]);
     if (expected.empty())
-      return ::testing::AssertionFailure() << "README line " << i + 1 << ": no output section '" << m[2] << "'";
+      return ::testing::AssertionFailure()
+             << "README line " << i + 1 << ": no output section '" << m[2] << "'";
     for (size_t k = 0; k < std::max(block.size(), expected.size()); ++k) {
       const std::string e = k < expected.size() ? expected[k] : "<end>";
       const std::string a = k < block.size() ? block[k] : "<end>";
       const bool ok = k < expected.size() && k < block.size() &&
-                      (snippet || e.find("{{") == std::string::npos ? e == a : std::regex_match(a, golden_line_regex(e)));
+                      (snippet || e.find("{{") == std::string::npos
+                           ? e == a
+                           : std::regex_match(a, golden_line_regex(e)));
       if (!ok)
         return ::testing::AssertionFailure()
-               << "README line " << open + 2 + k << " (" << m[1] << " '" << m[2] << "'):\n  expected: " << e
-               << "\n  README:   " << a << "\n(scripts/literate.py " << chapter << " refreshes the blocks)";
+               << "README line " << open + 2 + k << " (" << m[1] << " '" << m[2]
+               << "'):\n  expected: " << e << "\n  README:   " << a << "\n(scripts/literate.py "
+               << chapter << " refreshes the blocks)";
     }
     ++checked;
     i = close;
   }
-  if (checked == 0) return ::testing::AssertionFailure() << "the README has no snippet or output blocks";
+  if (checked == 0)
+    return ::testing::AssertionFailure() << "the README has no snippet or output blocks";
   return ::testing::AssertionSuccess();
 }
 
 }  // namespace tiny::testing
 
 // A chapter's README matches its source and its output.
-#define TINY_LITERATE_TEST(Suite)                                                  \
-  TEST(Suite, ReadmeMatchesTheCodeAndTheOutput) {                                  \
-    EXPECT_TRUE(::tiny::testing::readme_is_honest(TINY_CHAPTER_NAME));             \
+#define TINY_LITERATE_TEST(Suite)                                      \
+  TEST(Suite, ReadmeMatchesTheCodeAndTheOutput) {                      \
+    EXPECT_TRUE(::tiny::testing::readme_is_honest(TINY_CHAPTER_NAME)); \
   }

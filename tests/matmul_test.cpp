@@ -15,7 +15,8 @@ Tensor reference_matmul(const Tensor& a, const Tensor& b) {
   const Tensor A = a_vec ? a.unsqueeze(0) : a;
   const Tensor B = b_vec ? b.unsqueeze(1) : b;
   const int64_t M = A.size(-2), K = A.size(-1), N = B.size(-1);
-  const Shape ab(A.shape().begin(), A.shape().end() - 2), bb(B.shape().begin(), B.shape().end() - 2);
+  const Shape ab(A.shape().begin(), A.shape().end() - 2),
+      bb(B.shape().begin(), B.shape().end() - 2);
   const Shape batch = broadcast_shapes(ab, bb);
   Shape out_shape = batch;
   out_shape.push_back(M);
@@ -61,11 +62,15 @@ class MatmulBackends : public ::testing::TestWithParam<MatmulBackend> {
 TEST_P(MatmulBackends, RandomShapesAndLayoutsMatchFloat64Loops) {
   TINY_SEEDED(rng);
   for (int trial = 0; trial < 60; ++trial) {
-    const int64_t M = uniform_int(rng, 1, 9), K = uniform_int(rng, 1, 9), N = uniform_int(rng, 1, 9);
+    const int64_t M = uniform_int(rng, 1, 9), K = uniform_int(rng, 1, 9),
+                  N = uniform_int(rng, 1, 9);
     Shape sa = {M, K}, sb = {K, N};
     // Sometimes batches, broadcast against each other; sometimes 1-D operands.
     const int kind = static_cast<int>(uniform_int(rng, 0, 4));
-    if (kind == 1) { sa.insert(sa.begin(), {3, 1}); sb.insert(sb.begin(), 2); }
+    if (kind == 1) {
+      sa.insert(sa.begin(), {3, 1});
+      sb.insert(sb.begin(), 2);
+    }
     if (kind == 2) sa.insert(sa.begin(), {2, 3});
     if (kind == 3) sa = {K};
     if (kind == 4) sb = {K};
@@ -85,7 +90,8 @@ TEST_P(MatmulBackends, LargerMatricesUseTheFastPathsCorrectly) {
   TINY_SEEDED(rng);
   // Big enough for the blocked loops' tiles and the BLAS's own blocking; the reference is the
   // same product done in float64 by the library's float64 path checked above.
-  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{130, 300, 70}, {1, 513, 600}, {600, 2, 1}}) {
+  for (auto [M, K, N] :
+       {std::tuple<int64_t, int64_t, int64_t>{130, 300, 70}, {1, 513, 600}, {600, 2, 1}}) {
     const Tensor a = random_values(rng, {M, K}), b = random_values(rng, {K, N});
     set_matmul_backend(MatmulBackend::Blocked);
     const Tensor ref = matmul(a, b);  // float64, blocked loops
@@ -127,22 +133,37 @@ TEST(Matmul, IntegerAnd16BitTypes) {
 
 TEST(Matmul, ErrorsNameTheShapes) {
   Tensor x = ones({16, 32});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(x, ones({31, 2})); },
-                                        "mat1 and mat2 shapes cannot be multiplied (16x32 and 31x2)"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones({16, 32}), ones({2, 32})); },
-                                        "mat1 and mat2 shapes cannot be multiplied (16x32 and 2x32)"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        matmul(x, ones({31, 2}));
+      },
+      "mat1 and mat2 shapes cannot be multiplied (16x32 and 31x2)"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        matmul(ones({16, 32}), ones({2, 32}));
+      },
+      "mat1 and mat2 shapes cannot be multiplied (16x32 and 2x32)"));
   EXPECT_TRUE(throws_with<RuntimeError>(
       [&] { matmul(ones({3}), ones({4})); },
       "inconsistent tensor size, expected tensor [3] and src [4] to have the same number of "
       "elements, but got 3 and 4 elements respectively"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones({2, 3}), ones({3}, kFloat64)); },
-                                        "expected m1 and m2 to have the same dtype"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        matmul(ones({2, 3}), ones({3}, kFloat64));
+      },
+      "expected m1 and m2 to have the same dtype"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(scalar_tensor(1.0), ones({3})); },
                                         "both arguments to matmul need to be at least 1D"));
-  EXPECT_TRUE(throws_with<TypeError>([&] { matmul(ones({2, 2}, kBool), ones({2, 2}, kBool)); },
-                                     "not implemented for 'Bool'"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones({2, 2, 3}), ones({3, 3, 4})); },
-                                        "The size of tensor a (2) must match the size of tensor b (3)"));
+  EXPECT_TRUE(throws_with<TypeError>(
+      [&] {
+        matmul(ones({2, 2}, kBool), ones({2, 2}, kBool));
+      },
+      "not implemented for 'Bool'"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        matmul(ones({2, 2, 3}), ones({3, 3, 4}));
+      },
+      "The size of tensor a (2) must match the size of tensor b (3)"));
   // The operands are untouched by a failed call.
   EXPECT_TRUE(equal(x, ones({16, 32})));
 }

@@ -38,13 +38,27 @@ template <typename Op, typename T> double kernel_value(T x, T y, T z, T a, T b) 
   else return static_cast<double>(op(x, y, z));
 }
 
-bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 // Inputs that reach every branch: signed zeros, infinities, NaN, integers, values around the
 // clamp bounds and lerp's switch at 0.5, and random ones.
 std::vector<double> probe_values(std::mt19937_64& rng) {
-  std::vector<double> v = {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 0.49, 0.51, 2.0, 3.0, 1e-30, -1e30,
-                           std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+  std::vector<double> v = {0.0,
+                           -0.0,
+                           1.0,
+                           -1.0,
+                           0.5,
+                           -0.5,
+                           0.49,
+                           0.51,
+                           2.0,
+                           3.0,
+                           1e-30,
+                           -1e30,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
                            std::numeric_limits<double>::quiet_NaN()};
   std::uniform_real_distribution<double> u(-4, 4);
   for (int i = 0; i < 40; ++i) v.push_back(u(rng));
@@ -71,7 +85,8 @@ TEST(OpTable, EveryRowIsInThePublicTable) {
   EXPECT_EQ(op_info("lt").dtype_rule, DTypeRule::Compare);
   EXPECT_EQ(op_info("lt").node, nullptr);
   EXPECT_STREQ(op_info("add").source, "x + a * y");
-  EXPECT_TRUE(throws_with<ValueError>([] { op_info("addd"); }, "no op named 'addd' in the op table"));
+  EXPECT_TRUE(
+      throws_with<ValueError>([] { op_info("addd"); }, "no op named 'addd' in the op table"));
 }
 
 // The source text of each row, compiled by itself after op_source_prelude(), gives bit for bit
@@ -80,23 +95,25 @@ TEST(OpTable, SourceTextComputesWhatTheKernelComputes) {
   TINY_SEEDED(rng);
   const std::vector<double> values = probe_values(rng);
   int checked = 0;
-#define TINY_CHECK_ROW(NAME, OP, ...)                                                             \
-  {                                                                                               \
-    const GeneratedOp* g = generated(#NAME);                                                      \
-    ASSERT_NE(g, nullptr) << #NAME;                                                               \
-    for (int trial = 0; trial < 400; ++trial) {                                                   \
-      auto pick = [&] { return values[static_cast<size_t>(uniform_int(rng, 0, values.size() - 1))]; }; \
-      const double x = pick(), y = pick(), z = pick(), a = pick(), b = pick();                    \
-      const double k64 = kernel_value<ops::OP, double>(x, y, z, a, b);                            \
-      const double s64 = g->f64(x, y, z, a, b);                                                   \
-      ASSERT_TRUE(same(k64, s64)) << #NAME << "(" << x << ", " << y << ", " << z << "; " << a << ", " << b \
-                                  << "): kernel " << k64 << ", source " << s64;                   \
-      const float fx = float(x), fy = float(y), fz = float(z), fa = float(a), fb = float(b);      \
-      const double k32 = kernel_value<ops::OP, float>(fx, fy, fz, fa, fb);                        \
-      const double s32 = g->f32(fx, fy, fz, fa, fb);                                              \
+#define TINY_CHECK_ROW(NAME, OP, ...)                                                              \
+  {                                                                                                \
+    const GeneratedOp* g = generated(#NAME);                                                       \
+    ASSERT_NE(g, nullptr) << #NAME;                                                                \
+    for (int trial = 0; trial < 400; ++trial) {                                                    \
+      auto pick = [&] {                                                                            \
+        return values[static_cast<size_t>(uniform_int(rng, 0, values.size() - 1))];                \
+      };                                                                                           \
+      const double x = pick(), y = pick(), z = pick(), a = pick(), b = pick();                     \
+      const double k64 = kernel_value<ops::OP, double>(x, y, z, a, b);                             \
+      const double s64 = g->f64(x, y, z, a, b);                                                    \
+      ASSERT_TRUE(same(k64, s64)) << #NAME << "(" << x << ", " << y << ", " << z << "; " << a      \
+                                  << ", " << b << "): kernel " << k64 << ", source " << s64;       \
+      const float fx = float(x), fy = float(y), fz = float(z), fa = float(a), fb = float(b);       \
+      const double k32 = kernel_value<ops::OP, float>(fx, fy, fz, fa, fb);                         \
+      const double s32 = g->f32(fx, fy, fz, fa, fb);                                               \
       ASSERT_TRUE(same(k32, s32)) << #NAME << " in float32: kernel " << k32 << ", source " << s32; \
-    }                                                                                             \
-    ++checked;                                                                                    \
+    }                                                                                              \
+    ++checked;                                                                                     \
   }
   TINY_OP_ROWS(TINY_CHECK_ROW)
 #undef TINY_CHECK_ROW
@@ -107,7 +124,8 @@ TEST(OpTable, SourceTextComputesWhatTheKernelComputes) {
 
 namespace {
 // Applies `f` element by element in float64 over the broadcast of the inputs.
-Tensor reference(const std::vector<Tensor>& in, const std::function<double(const std::vector<double>&)>& f) {
+Tensor reference(const std::vector<Tensor>& in,
+                 const std::function<double(const std::vector<double>&)>& f) {
   Shape shape = in[0].shape();
   for (const Tensor& t : in) shape = broadcast_shapes(shape, t.shape());
   Tensor out = empty(shape, kFloat64);
@@ -136,17 +154,31 @@ TEST(OpTable, NewOpsMatchFloat64Loops) {
     const Tensor y = random_layout(rng, random_values(rng, other), dt);
     const Tensor z = random_layout(rng, random_values(rng, other, true), dt);
     const double w = std::uniform_real_distribution<double>(-1, 2)(rng);
-    EXPECT_TRUE(close(lerp(x, y, w), reference({x, y}, [w](auto& v) { return v[0] + w * (v[1] - v[0]); }), tol, tol));
-    EXPECT_TRUE(close(lerp(x, y, z), reference({x, y, z}, [](auto& v) { return v[0] + v[2] * (v[1] - v[0]); }), tol, tol));
-    EXPECT_TRUE(close(addcmul(x, y, z, w), reference({x, y, z}, [w](auto& v) { return v[0] + w * v[1] * v[2]; }), tol, tol));
-    EXPECT_TRUE(close(addcdiv(x, y, z, w), reference({x, y, z}, [w](auto& v) { return v[0] + w * v[1] / v[2]; }), tol, tol));
-    EXPECT_TRUE(close(clamp(x, -0.5, 0.7), reference({x}, [](auto& v) { return std::min(std::max(v[0], -0.5), 0.7); }), tol, 0));
-    EXPECT_TRUE(close(clamp_min(x, 0.25), reference({x}, [](auto& v) { return std::max(v[0], 0.25); }), tol, 0));
-    EXPECT_TRUE(close(clamp_max(x, 0.25), reference({x}, [](auto& v) { return std::min(v[0], 0.25); }), tol, 0));
+    EXPECT_TRUE(close(lerp(x, y, w),
+                      reference({x, y}, [w](auto& v) { return v[0] + w * (v[1] - v[0]); }), tol,
+                      tol));
+    EXPECT_TRUE(close(lerp(x, y, z),
+                      reference({x, y, z}, [](auto& v) { return v[0] + v[2] * (v[1] - v[0]); }),
+                      tol, tol));
+    EXPECT_TRUE(close(addcmul(x, y, z, w),
+                      reference({x, y, z}, [w](auto& v) { return v[0] + w * v[1] * v[2]; }), tol,
+                      tol));
+    EXPECT_TRUE(close(addcdiv(x, y, z, w),
+                      reference({x, y, z}, [w](auto& v) { return v[0] + w * v[1] / v[2]; }), tol,
+                      tol));
+    EXPECT_TRUE(close(clamp(x, -0.5, 0.7),
+                      reference({x}, [](auto& v) { return std::min(std::max(v[0], -0.5), 0.7); }),
+                      tol, 0));
+    EXPECT_TRUE(close(clamp_min(x, 0.25),
+                      reference({x}, [](auto& v) { return std::max(v[0], 0.25); }), tol, 0));
+    EXPECT_TRUE(close(clamp_max(x, 0.25),
+                      reference({x}, [](auto& v) { return std::min(v[0], 0.25); }), tol, 0));
     EXPECT_TRUE(close(square(x), reference({x}, [](auto& v) { return v[0] * v[0]; }), tol, tol));
     EXPECT_TRUE(close(reciprocal(z), reference({z}, [](auto& v) { return 1 / v[0]; }), tol, tol));
-    EXPECT_TRUE(close(add(x, y, w), reference({x, y}, [w](auto& v) { return v[0] + w * v[1]; }), tol, tol));
-    EXPECT_TRUE(close(sub(x, y, w), reference({x, y}, [w](auto& v) { return v[0] - w * v[1]; }), tol, tol));
+    EXPECT_TRUE(
+        close(add(x, y, w), reference({x, y}, [w](auto& v) { return v[0] + w * v[1]; }), tol, tol));
+    EXPECT_TRUE(
+        close(sub(x, y, w), reference({x, y}, [w](auto& v) { return v[0] - w * v[1]; }), tol, tol));
   }
 }
 
@@ -164,14 +196,16 @@ TEST(OpTable, NewOpsFollowPyTorchsEdgeCases) {
   EXPECT_EQ(clamp(tensor({-3, 4}), 0, 2).dtype(), kInt64);
   EXPECT_TRUE(equal(clamp(tensor({-3, 4}), 0, 2), tensor({0, 2})));
   EXPECT_EQ(clamp(tensor({-3, 4}), 0.5, std::nullopt).dtype(), kFloat32);
-  EXPECT_TRUE(throws_with<RuntimeError>([] { clamp(tensor({1.0}), std::nullopt, std::nullopt); },
-                                        "torch.clamp: At least one of 'min' or 'max' must not be None"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { clamp(tensor({1.0}), std::nullopt, std::nullopt); },
+                                "torch.clamp: At least one of 'min' or 'max' must not be None"));
   EXPECT_TRUE(throws_with<RuntimeError>([] { addcdiv(tensor({1}), tensor({1}), tensor({2})); },
                                         "Integer division with addcdiv is no longer supported"));
   EXPECT_TRUE(throws_with<RuntimeError>([] { lerp(tensor({1.0}), tensor({2.0}, kFloat64), 0.5); },
                                         "expected dtype float for `end` but got dtype double"));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { add(tensor({1}), tensor({2}), 0.5); },
-                                        "For integral input tensors, argument alpha must not be a floating point number."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] { add(tensor({1}), tensor({2}), 0.5); },
+      "For integral input tensors, argument alpha must not be a floating point number."));
   // Autograd nodes carry PyTorch's names.
   const Tensor p = tensor({1.0, 2.0}).requires_grad_(), q = tensor({3.0, 4.0}).requires_grad_();
   EXPECT_EQ(lerp(p, q, 0.3).grad_fn()->name(), "LerpBackward0");
@@ -179,7 +213,8 @@ TEST(OpTable, NewOpsFollowPyTorchsEdgeCases) {
   EXPECT_EQ(addcmul(p, p, q).grad_fn()->name(), "AddcmulBackward0");
   EXPECT_EQ(addcdiv(p, p, q).grad_fn()->name(), "AddcdivBackward0");
   EXPECT_EQ(clamp(p, 0, 1).grad_fn()->name(), "ClampBackward1");
-  EXPECT_EQ(clamp(p, 0, std::nullopt).grad_fn()->name(), "ClampBackward1");  // one bound: still clamp
+  EXPECT_EQ(clamp(p, 0, std::nullopt).grad_fn()->name(),
+            "ClampBackward1");  // one bound: still clamp
   EXPECT_EQ(clamp_min(p, 0).grad_fn()->name(), "ClampMinBackward0");
   EXPECT_EQ((2 - p).grad_fn()->name(), "RsubBackward1");
   EXPECT_EQ((2 / p).grad_fn()->name(), "MulBackward0");  // PyTorch: p.reciprocal() * 2
@@ -211,15 +246,20 @@ TEST(OpTable, OutFormsWriteIntoTheGivenTensor) {
   addcmul_out(out, a, a, b, 0.5);
   EXPECT_TRUE(equal(out, tensor({6.0, 22.0, 48.0})));
   // PyTorch's refusals.
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({3}, kInt64), a, b); },
-                                        "result type Float can't be cast to the desired output type Long"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({2}), a, b); }, "add(): the out= tensor has shape [2], but the result has shape [3]"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { add_out(empty({1}).expand({3}), a, b); },
-                                        "more than one element of the written-to tensor refers to a single memory location"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { add_out(empty({3}, kInt64), a, b); },
+                                "result type Float can't be cast to the desired output type Long"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { add_out(empty({2}), a, b); },
+      "add(): the out= tensor has shape [2], but the result has shape [3]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { add_out(empty({1}).expand({3}), a, b); },
+      "more than one element of the written-to tensor refers to a single memory location"));
   const Tensor w = tensor({1.0, 2.0, 3.0}).requires_grad_();
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { mul_out(out, w, b); },
-                                        "mul(): functions with out=... arguments don't support automatic differentiation, "
-                                        "but one of the arguments requires grad."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { mul_out(out, w, b); },
+      "mul(): functions with out=... arguments don't support automatic differentiation, "
+      "but one of the arguments requires grad."));
   {
     NoGradGuard no_grad;
     mul_out(out, w, b);  // allowed without recording
@@ -235,7 +275,8 @@ TEST(OpTable, InPlaceFormsUpdateTheTensorItself) {
   // Adam's moment updates, in place, against the same arithmetic written out.
   Tensor v = tensor({0.1, 0.2}), g = tensor({1.0, -3.0}), p = tensor({5.0, 6.0});
   v.mul_(0.999).addcmul_(g, g, 1 - 0.999);
-  EXPECT_TRUE(equal(v, add(mul(tensor({0.1, 0.2}), scalar_tensor(0.999)), mul(mul(g, g), scalar_tensor(1 - 0.999)))));
+  EXPECT_TRUE(equal(v, add(mul(tensor({0.1, 0.2}), scalar_tensor(0.999)),
+                           mul(mul(g, g), scalar_tensor(1 - 0.999)))));
   Tensor mom = tensor({0.5, 0.5});
   mom.lerp_(g, 0.1);
   EXPECT_TRUE(close(mom, tensor({0.55, 0.15}), 1e-7, 1e-7));
@@ -249,36 +290,56 @@ TEST(OpTable, InPlaceFormsUpdateTheTensorItself) {
   EXPECT_TRUE(equal(sq, tensor({{2.0, 5.0}, {5.0, 8.0}})));
   // PyTorch's refusals.
   Tensor ints = tensor({1, 2});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { ints.div_(2); }, "result type Float can't be cast to the desired output type Long"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { ints.add_(1.5); }, "result type Float can't be cast to the desired output type Long"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { ints.div_(2); }, "result type Float can't be cast to the desired output type Long"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { ints.add_(1.5); }, "result type Float can't be cast to the desired output type Long"));
   Tensor row = tensor({1.0, 2.0});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { row.add_(tensor({{1.0, 2.0}, {3.0, 4.0}})); },
-                                        "output with shape [2] doesn't match the broadcast shape [2, 2]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        row.add_(tensor({{1.0, 2.0}, {3.0, 4.0}}));
+      },
+      "output with shape [2] doesn't match the broadcast shape [2, 2]"));
   Tensor expanded = tensor({1.0}).expand({3});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { expanded.mul_(2); },
-                                        "unsupported operation: more than one element of the written-to tensor refers to a "
-                                        "single memory location. Please clone() the tensor before performing the operation."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { expanded.mul_(2); },
+      "unsupported operation: more than one element of the written-to tensor refers to a "
+      "single memory location. Please clone() the tensor before performing the operation."));
   Tensor leaf = tensor({1.0, 2.0}).requires_grad_();
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { leaf.add_(1.0); },
-                                        "a leaf Variable that requires grad is being used in an in-place operation."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { leaf.add_(1.0); },
+      "a leaf Variable that requires grad is being used in an in-place operation."));
   {
     NoGradGuard no_grad;  // how an optimizer updates a weight
     leaf.sub_(tensor({0.5, 0.5}), 2);
   }
   EXPECT_TRUE(equal(leaf.detach(), tensor({0.0, 1.0})));
   Tensor y = leaf * 2;
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { y.mul_(2); }, "in-place operation on a tensor that is part of the autograd graph"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { y.mul_(2); }, "in-place operation on a tensor that is part of the autograd graph"));
 }
 
 // ---- the dispatcher's other duties -------------------------------------------------------------
 
 TEST(OpTable, ErrorsNameTheKernelAsPyTorchDoes) {
-  EXPECT_TRUE(throws_with<TypeError>([] { gelu(tensor({1, 2})); }, "\"GeluKernelImpl\" not implemented for 'Long'"));
-  EXPECT_TRUE(throws_with<TypeError>([] { relu(tensor({true})); }, "\"relu\" not implemented for 'Bool'"));
-  EXPECT_TRUE(throws_with<TypeError>([] { pow(tensor({true}), tensor({true})); }, "\"pow\" not implemented for 'Bool'"));
-  EXPECT_TRUE(throws_with<TypeError>([] { -tensor({true}); }, "Negation, the `-` operator, on a bool tensor is not supported."));
-  EXPECT_TRUE(throws_with<TypeError>([] { tensor({true}) - tensor({false}); }, "Subtraction, the `-` operator, with two bool tensors"));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { tensor({1, 2}).pow(-1); }, "Integers to negative integer powers are not allowed."));
+  EXPECT_TRUE(throws_with<TypeError>(
+      [] {
+        gelu(tensor({1, 2}));
+      },
+      "\"GeluKernelImpl\" not implemented for 'Long'"));
+  EXPECT_TRUE(
+      throws_with<TypeError>([] { relu(tensor({true})); }, "\"relu\" not implemented for 'Bool'"));
+  EXPECT_TRUE(throws_with<TypeError>([] { pow(tensor({true}), tensor({true})); },
+                                     "\"pow\" not implemented for 'Bool'"));
+  EXPECT_TRUE(throws_with<TypeError>(
+      [] { -tensor({true}); }, "Negation, the `-` operator, on a bool tensor is not supported."));
+  EXPECT_TRUE(throws_with<TypeError>([] { tensor({true}) - tensor({false}); },
+                                     "Subtraction, the `-` operator, with two bool tensors"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        tensor({1, 2}).pow(-1);
+      },
+      "Integers to negative integer powers are not allowed."));
   EXPECT_EQ(sqrt(tensor({4})).dtype(), kFloat32);  // IntegerToFloat
   EXPECT_EQ(square(tensor({3})).dtype(), kInt64);
 }
@@ -306,7 +367,8 @@ TEST(OpTable, CostCounterCountsEveryOpRecordedOrNot) {
 
 TEST(OpTable, AutocastCastsEachOpAsItsClassSays) {
   const Tensor x = full({2, 3}, 1.5), w = full({3, 2}, 0.25);
-  EXPECT_TRUE(throws_with<ValueError>([] { AutocastGuard bad(Device::Type::CPU, kFloat32); }, "float16 or bfloat16"));
+  EXPECT_TRUE(throws_with<ValueError>([] { AutocastGuard bad(Device::Type::CPU, kFloat32); },
+                                      "float16 or bfloat16"));
   EXPECT_FALSE(autocast_enabled(Device::Type::CPU));
   {
     AutocastGuard autocast(Device::Type::CPU, kBFloat16);
@@ -315,9 +377,9 @@ TEST(OpTable, AutocastCastsEachOpAsItsClassSays) {
     const Tensor y = matmul(x, w);  // LowerPrecision
     EXPECT_EQ(y.dtype(), kBFloat16);
     EXPECT_TRUE(equal(y.to(kFloat32), full({2, 2}, 1.125)));
-    EXPECT_EQ(exp(y).dtype(), kFloat32);                   // Float32
-    EXPECT_EQ(sum(y).dtype(), kFloat32);                   // Float32
-    EXPECT_EQ(add(y, y).dtype(), kBFloat16);               // None: as without autocast
+    EXPECT_EQ(exp(y).dtype(), kFloat32);                         // Float32
+    EXPECT_EQ(sum(y).dtype(), kFloat32);                         // Float32
+    EXPECT_EQ(add(y, y).dtype(), kBFloat16);                     // None: as without autocast
     EXPECT_EQ(addcmul(y, y.to(kFloat32), y).dtype(), kFloat32);  // Promote: the widest input
     EXPECT_EQ(matmul(x.to(kFloat64), w.to(kFloat64)).dtype(), kFloat64);  // float64 is never cast
     // Gradients flow back through the casts, in the inputs' own dtype.

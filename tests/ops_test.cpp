@@ -20,7 +20,8 @@ Tensor reference_unary(const Tensor& x, const std::function<double(double)>& f) 
   return out;
 }
 
-Tensor reference_binary(const Tensor& a, const Tensor& b, const std::function<double(double, double)>& f) {
+Tensor reference_binary(const Tensor& a, const Tensor& b,
+                        const std::function<double(double, double)>& f) {
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
   Tensor out = empty(shape, kFloat64);
   double* p = out.data<double>();
@@ -57,18 +58,28 @@ struct UnaryCase {
 const std::vector<UnaryCase>& unary_cases() {
   static const std::vector<UnaryCase> cases = {
       {"neg", [](const Tensor& x) { return -x; }, [](double v) { return -v; }, false, 0},
-      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::fabs(v); }, false, 0},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }, false, 0},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, true, 1},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, true, 2},
-      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, false, 4},
-      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, true, 4},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, false, 4},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, false, 4},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::fabs(v); }, false,
+       0},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; },
+       false, 0},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, true,
+       1},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); },
+       true, 2},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, false,
+       4},
+      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, true,
+       4},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](double v) { return 1 / (1 + std::exp(-v)); }, false, 4},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); },
+       false, 4},
       {"gelu", [](const Tensor& x) { return gelu(x); },
        [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, false, 32},
-      {"pow 3", [](const Tensor& x) { return x.pow(3); }, [](double v) { return v * v * v; }, false, 4},
-      {"x * 2.5", [](const Tensor& x) { return x * 2.5; }, [](double v) { return v * 2.5; }, false, 1},
+      {"pow 3", [](const Tensor& x) { return x.pow(3); }, [](double v) { return v * v * v; }, false,
+       4},
+      {"x * 2.5", [](const Tensor& x) { return x * 2.5; }, [](double v) { return v * 2.5; }, false,
+       1},
       {"1 - x", [](const Tensor& x) { return 1 - x; }, [](double v) { return 1 - v; }, false, 1},
   };
   return cases;
@@ -104,13 +115,20 @@ TEST(Ops, BinaryOpsBroadcastAndMatchFloat64) {
     bool positive_b;
   };
   const std::vector<Case> cases = {
-      {"add", [](auto& a, auto& b) { return a + b; }, [](double x, double y) { return x + y; }, false},
-      {"sub", [](auto& a, auto& b) { return a - b; }, [](double x, double y) { return x - y; }, false},
-      {"mul", [](auto& a, auto& b) { return a * b; }, [](double x, double y) { return x * y; }, false},
-      {"div", [](auto& a, auto& b) { return a / b; }, [](double x, double y) { return x / y; }, true},
-      {"maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double x, double y) { return std::max(x, y); }, false},
-      {"minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double x, double y) { return std::min(x, y); }, false},
-      {"pow", [](auto& a, auto& b) { return pow(abs(a), b); }, [](double x, double y) { return std::pow(std::fabs(x), y); }, false},
+      {"add", [](auto& a, auto& b) { return a + b; }, [](double x, double y) { return x + y; },
+       false},
+      {"sub", [](auto& a, auto& b) { return a - b; }, [](double x, double y) { return x - y; },
+       false},
+      {"mul", [](auto& a, auto& b) { return a * b; }, [](double x, double y) { return x * y; },
+       false},
+      {"div", [](auto& a, auto& b) { return a / b; }, [](double x, double y) { return x / y; },
+       true},
+      {"maximum", [](auto& a, auto& b) { return maximum(a, b); },
+       [](double x, double y) { return std::max(x, y); }, false},
+      {"minimum", [](auto& a, auto& b) { return minimum(a, b); },
+       [](double x, double y) { return std::min(x, y); }, false},
+      {"pow", [](auto& a, auto& b) { return pow(abs(a), b); },
+       [](double x, double y) { return std::pow(std::fabs(x), y); }, false},
   };
   for (const auto& c : cases) {
     for (DType dt : kFloats) {
@@ -127,8 +145,10 @@ TEST(Ops, BinaryOpsBroadcastAndMatchFloat64) {
         // Below the smallest normal number the grid is uniform: a rounding there is off by up
         // to half the smallest subnormal, however small the value.
         const Tensor expected = reference_binary(a, b, c.ref);
-        ASSERT_TRUE(close(got, is_pow ? expected.to(dt) : expected, finfo(dt).smallest_subnormal, tol))
-            << c.name << " " << dtype_name(dt) << " " << format_tuple(sa) << " with " << format_tuple(sb);
+        ASSERT_TRUE(
+            close(got, is_pow ? expected.to(dt) : expected, finfo(dt).smallest_subnormal, tol))
+            << c.name << " " << dtype_name(dt) << " " << format_tuple(sa) << " with "
+            << format_tuple(sb);
       }
     }
   }
@@ -140,8 +160,10 @@ TEST(Ops, IntegerArithmeticIsExact) {
     const auto [sa, sb] = broadcast_pair(rng, random_shape(rng));
     const Tensor a = random_layout(rng, (random_values(rng, sa) * 1000).to(kInt64), kInt64);
     const Tensor b = random_layout(rng, (random_values(rng, sb) * 1000).to(kInt64), kInt32);
-    EXPECT_TRUE(close(a + b, reference_binary(a, b, [](double x, double y) { return x + y; }), 0, 0));
-    EXPECT_TRUE(close(a * b, reference_binary(a, b, [](double x, double y) { return x * y; }), 0, 0));
+    EXPECT_TRUE(
+        close(a + b, reference_binary(a, b, [](double x, double y) { return x + y; }), 0, 0));
+    EXPECT_TRUE(
+        close(a * b, reference_binary(a, b, [](double x, double y) { return x * y; }), 0, 0));
     // A 0-dim int64 does not widen a dimensioned int32 (PyTorch's promotion ranks).
     EXPECT_EQ((a * b).dtype(), (a.dim() > 0 || b.dim() == 0) ? kInt64 : kInt32);
   }
@@ -191,8 +213,9 @@ TEST(Ops, ComparisonsAndWhere) {
   EXPECT_EQ(m.shape(), (Shape{2, 2}));
   EXPECT_EQ(m.dtype(), kFloat32);
   EXPECT_EQ(m.tolist(), (std::vector<double>{1, 2, 0.5, 0.5}));
-  EXPECT_TRUE(throws_with<TypeError>([&] { where(x, x, x); },
-                                     "where expected condition to be a boolean tensor, but got a tensor with dtype Float"));
+  EXPECT_TRUE(throws_with<TypeError>(
+      [&] { where(x, x, x); },
+      "where expected condition to be a boolean tensor, but got a tensor with dtype Float"));
 }
 
 TEST(Ops, SpecialValues) {
@@ -211,16 +234,20 @@ TEST(Ops, SpecialValues) {
 
 TEST(Ops, ErrorsAreClearAndLeaveOperandsUntouched) {
   Tensor a = ones({2, 3}), b = ones({3, 2});
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { a + b; },
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { a + b; },
       "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"));
   EXPECT_TRUE(equal(a, ones({2, 3})));
   EXPECT_TRUE(equal(b, ones({3, 2})));
   Tensor flags = tensor({true, false});
-  EXPECT_TRUE(throws_with<TypeError>([&] { flags - flags; }, "Subtraction, the `-` operator, with two bool tensors"));
-  EXPECT_TRUE(throws_with<TypeError>([&] { -flags; }, "Negation, the `-` operator, on a bool tensor"));
+  EXPECT_TRUE(throws_with<TypeError>([&] { flags - flags; },
+                                     "Subtraction, the `-` operator, with two bool tensors"));
+  EXPECT_TRUE(
+      throws_with<TypeError>([&] { -flags; }, "Negation, the `-` operator, on a bool tensor"));
   EXPECT_TRUE(throws_with<TypeError>([&] { relu(flags); }, "\"relu\" not implemented for 'Bool'"));
   EXPECT_TRUE(throws_with<TypeError>([&] { gelu(tensor({1})); }, "not implemented for 'Long'"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { tensor({2}).pow(-1); }, "Integers to negative integer powers are not allowed."));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { tensor({2}).pow(-1); },
+                                        "Integers to negative integer powers are not allowed."));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { add(a, Tensor()); }, "undefined tensor"));
 }
 
@@ -245,7 +272,9 @@ TEST(Ops, ComparisonsAndWhereOnRandomLayoutsMatchFloat64) {
       ASSERT_TRUE(close(got, reference_binary(a, b, ref), 0, 0));
     }
     // where(a < b, a, b) is the elementwise minimum.
-    ASSERT_TRUE(close(where(lt(a, b), a, b), reference_binary(a, b, [](double x, double y) { return std::min(x, y); }), 0, 0));
+    ASSERT_TRUE(close(where(lt(a, b), a, b),
+                      reference_binary(a, b, [](double x, double y) { return std::min(x, y); }), 0,
+                      0));
   }
 }
 
@@ -256,10 +285,13 @@ TEST(Ops, LargeTransposedInputsMatchFloat64) {
   for (DType dt : {kFloat32, kBFloat16, kFloat64}) {
     const Tensor a = random_values(rng, {300, 170}).to(dt).T();  // (170, 300), strides (1, 170)
     const Tensor b = random_values(rng, {170, 300}).to(dt);
-    ASSERT_TRUE(close(a + b, reference_binary(a, b, [](double x, double y) { return x + y; }), 0, eps_of(dt) / 2));
-    ASSERT_TRUE(close(exp(a), reference_unary(a, [](double x) { return std::exp(x); }), eps_of(dt), 4 * eps_of(dt)));
+    ASSERT_TRUE(close(a + b, reference_binary(a, b, [](double x, double y) { return x + y; }), 0,
+                      eps_of(dt) / 2));
+    ASSERT_TRUE(close(exp(a), reference_unary(a, [](double x) { return std::exp(x); }), eps_of(dt),
+                      4 * eps_of(dt)));
     ASSERT_TRUE(close(a.contiguous(), reference_unary(a, [](double x) { return x; }), 0, 0));
-    const Tensor t3 = random_values(rng, {40, 30, 50}).to(dt).permute({2, 0, 1});  // strides (1, 1500, 50)
+    const Tensor t3 =
+        random_values(rng, {40, 30, 50}).to(dt).permute({2, 0, 1});  // strides (1, 1500, 50)
     ASSERT_TRUE(close(t3 * 2.0, reference_unary(t3, [](double x) { return 2 * x; }), 0, 0));
   }
 }

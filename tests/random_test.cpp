@@ -7,8 +7,8 @@ using namespace tiny::testing;
 
 TEST(Random, RandMatchesTorch) {
   manual_seed(0);
-  EXPECT_EQ(rand({3}).tolist(), (std::vector<double>{0.49625658988952637, 0.7682217955589294,
-                                                     0.08847743272781372}));
+  EXPECT_EQ(rand({3}).tolist(),
+            (std::vector<double>{0.49625658988952637, 0.7682217955589294, 0.08847743272781372}));
 }
 
 TEST(Random, RandnSerialPathMatchesTorch) {
@@ -21,8 +21,8 @@ TEST(Random, RandnSerialPathMatchesTorch) {
 TEST(Random, RandnBlockPathMatchesTorch) {
   manual_seed(0);
   const auto v = randn({16}).tolist();
-  const std::vector<double> torch = {-1.1258398294448853, -1.152360200881958,
-                                     -0.2505785822868347, -0.4338788092136383};
+  const std::vector<double> torch = {-1.1258398294448853, -1.152360200881958, -0.2505785822868347,
+                                     -0.4338788092136383};
   // The transform runs in float32; libm's float sin/cos/log may differ from torch's vectorised
   // ones in the last bit, so compare to 2 float32 ulps at magnitude ~1.
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(v[i], torch[i], 2.5e-7) << i;
@@ -71,8 +71,8 @@ TEST(Random, DistributionsHaveTheRightMoments) {
   // allow 6 of them.
   Tensor u = rand({n}, kFloat32, g);
   EXPECT_NEAR(u.mean().item(), 0.5, 6 * 6.5e-4);
-  EXPECT_GE(tiny::max(neg(u)).item(), -1.0);  // all >= 0 ...
-  EXPECT_LT(u.max().item(), 1.0);             // ... and < 1
+  EXPECT_GE(tiny::max(neg(u)).item(), -1.0);         // all >= 0 ...
+  EXPECT_LT(u.max().item(), 1.0);                    // ... and < 1
   for (int64_t size : {15, 16, 17, 1000, 100001}) {  // both randn paths, with and without a tail
     Tensor z = randn({size}, kFloat64, g);
     EXPECT_EQ(z.numel(), size);
@@ -87,7 +87,10 @@ TEST(Random, DistributionsHaveTheRightMoments) {
 }
 
 TEST(Random, BadArgumentsRaise) {
-  EXPECT_TRUE(throws_with<RuntimeError>([] { randint(5, 5, {3}); }, "expects 'from' to be less than 'to'"));
-  EXPECT_TRUE(throws_with<TypeError>([] { rand({3}, kInt64); }, "\"uniform_\" not implemented for 'Long'"));
-  EXPECT_TRUE(throws_with<TypeError>([] { randn({3}, kBool); }, "\"normal_\" not implemented for 'Bool'"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { randint(5, 5, {3}); }, "expects 'from' to be less than 'to'"));
+  EXPECT_TRUE(
+      throws_with<TypeError>([] { rand({3}, kInt64); }, "\"uniform_\" not implemented for 'Long'"));
+  EXPECT_TRUE(
+      throws_with<TypeError>([] { randn({3}, kBool); }, "\"normal_\" not implemented for 'Bool'"));
 }

@@ -9,8 +9,8 @@ using namespace tiny::testing;
 
 namespace {
 // Reduces `x` over `dims` in float64 by visiting every element and adding it to its output slot.
-Tensor reference_reduce(const Tensor& x, const std::set<int64_t>& dims, bool keepdim, bool take_mean,
-                        bool take_max) {
+Tensor reference_reduce(const Tensor& x, const std::set<int64_t>& dims, bool keepdim,
+                        bool take_mean, bool take_max) {
   Shape kept;
   for (int64_t d = 0; d < x.dim(); ++d) kept.push_back(dims.count(d) ? 1 : x.size(d));
   Tensor acc = full(kept, take_max ? -INFINITY : 0.0, kFloat64);
@@ -57,10 +57,12 @@ TEST(Reduce, SumMeanMaxOverRandomDimsMatchFloat64) {
     const double tol = eps_of(dt) * (0.5 + 2 * n * 1e-9);
     const Tensor s = x.dim() ? sum(x, dim_list, keepdim) : sum(x);
     EXPECT_EQ(s.dtype(), dt);
-    ASSERT_TRUE(close(s, reference_reduce(x, dims, keepdim || x.dim() == 0, false, false), eps_of(dt) * 2 * n, tol))
+    ASSERT_TRUE(close(s, reference_reduce(x, dims, keepdim || x.dim() == 0, false, false),
+                      eps_of(dt) * 2 * n, tol))
         << "sum of " << format_tuple(shape) << " in " << dtype_name(dt);
     const Tensor m = x.dim() ? mean(x, dim_list, keepdim) : mean(x);
-    ASSERT_TRUE(close(m, reference_reduce(x, dims, keepdim || x.dim() == 0, true, false), eps_of(dt) * 2, tol));
+    ASSERT_TRUE(close(m, reference_reduce(x, dims, keepdim || x.dim() == 0, true, false),
+                      eps_of(dt) * 2, tol));
     if (x.dim() > 0) {
       const int64_t d = *dims.begin();
       const MaxResult r = max(x, d, keepdim);
@@ -94,11 +96,20 @@ TEST(Reduce, DtypeRulesAndErrors) {
   EXPECT_EQ(ones({2, 3}).sum({0, 1}, true).shape(), (Shape{1, 1}));
   EXPECT_TRUE(std::isnan(zeros({0}).mean().item()));
   EXPECT_EQ(zeros({0}).sum().item(), 0);
-  EXPECT_TRUE(throws_with<RuntimeError>([] { tensor({1, 2}).mean(); },
-      "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long"));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({2, 2}).sum({1, -1}); }, "dim 1 appears multiple times"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        tensor({1, 2}).mean();
+      },
+      "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+      "complex dtype. Got: Long"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({2, 2}).sum({1, -1});
+      },
+      "dim 1 appears multiple times"));
   EXPECT_TRUE(throws_with<IndexError>([] { ones({2, 2}).sum({2}); }, "Dimension out of range"));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { zeros({0}).max(); }, "Expected reduction dim to be specified"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { zeros({0}).max(); },
+                                        "Expected reduction dim to be specified"));
 }
 
 TEST(Reduce, LongSumsStayAccurate) {
@@ -106,5 +117,6 @@ TEST(Reduce, LongSumsStayAccurate) {
   // would drift (to 2.0001657, tests/fixtures/pytorch_facts.txt, section 6).
   Tensor x = full({10001}, 1e-4);
   x[0] = 1.0;
-  EXPECT_EQ(x.sum().item(), static_cast<double>(static_cast<float>(1.0 + 10000 * static_cast<double>(1e-4f))));
+  EXPECT_EQ(x.sum().item(),
+            static_cast<double>(static_cast<float>(1.0 + 10000 * static_cast<double>(1e-4f))));
 }

@@ -26,8 +26,11 @@ TEST(Tensor, CreationFromNestedListsInfersDtypes) {
   EXPECT_EQ(tensor({1, 2}, kFloat64).dtype(), kFloat64);
   EXPECT_EQ(tensor(2.5).dim(), 0);
   EXPECT_EQ(tensor({{1., 2}, {3, 4}}).at({1, 0}), 3.0);
-  EXPECT_TRUE(throws_with<ValueError>([] { tensor({{1, 2, 3}, {4, 5}}); },
-                                      "expected sequence of length 3 at dim 1 (got 2)"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        tensor({{1, 2, 3}, {4, 5}});
+      },
+      "expected sequence of length 3 at dim 1 (got 2)"));
 }
 
 TEST(Tensor, FactoryFunctions) {
@@ -50,10 +53,13 @@ TEST(Tensor, FactoryFunctions) {
 TEST(Tensor, ItemAndTolist) {
   EXPECT_EQ(tensor({3.5}).item(), 3.5);
   EXPECT_EQ(tensor({7}).item<int64_t>(), 7);
-  EXPECT_TRUE(throws_with<ValueError>([] { ones({3}).item(); },
-                                      "only one element tensors can be converted to Python scalars"));
-  EXPECT_TRUE(throws_with<IndexError>([] { ones({2, 2}).at({2, 0}); },
-                                      "index 2 is out of bounds for dimension 0 with size 2"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] { ones({3}).item(); }, "only one element tensors can be converted to Python scalars"));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [] {
+        ones({2, 2}).at({2, 0});
+      },
+      "index 2 is out of bounds for dimension 0 with size 2"));
   EXPECT_TRUE(throws_with<TypeError>([] { ones({2}).data<double>(); },
                                      "expected scalar type Double but found Float"));
 }
@@ -79,7 +85,8 @@ TEST(Tensor, CopyBroadcastsAndConverts) {
   dst.index({Slice{}, 0}) = -1;
   EXPECT_EQ(dst.at({0, 0}), -1.0);
   EXPECT_EQ(dst.at({1, 0}), -1.0);
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { dst.copy_(ones({4})); }, "must match the existing size"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { dst.copy_(ones({4})); }, "must match the existing size"));
 }
 
 TEST(Tensor, CopyFromAnOverlappingViewReadsBeforeWriting) {

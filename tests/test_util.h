@@ -22,8 +22,8 @@ inline uint64_t test_seed() {
   return seed;
 }
 
-#define TINY_SEEDED(rng)                                                     \
-  std::mt19937_64 rng(::tiny::testing::test_seed());                          \
+#define TINY_SEEDED(rng)                             \
+  std::mt19937_64 rng(::tiny::testing::test_seed()); \
   SCOPED_TRACE("replay with TINY_TEST_SEED=" + std::to_string(::tiny::testing::test_seed()))
 
 inline int64_t uniform_int(std::mt19937_64& rng, int64_t lo, int64_t hi) {
@@ -97,9 +97,10 @@ inline std::vector<int64_t> broadcast_index(const Tensor& t, const std::vector<i
 inline ::testing::AssertionResult close(const Tensor& actual, const Tensor& expected, double atol,
                                         double rtol) {
   if (actual.shape() != expected.shape())
-    return ::testing::AssertionFailure() << "shape " << format_tuple(actual.shape()) << " vs expected "
-                                         << format_tuple(expected.shape());
-  const Tensor a = actual.to(kFloat64).contiguous().cpu(), e = expected.to(kFloat64).contiguous().cpu();
+    return ::testing::AssertionFailure() << "shape " << format_tuple(actual.shape())
+                                         << " vs expected " << format_tuple(expected.shape());
+  const Tensor a = actual.to(kFloat64).contiguous().cpu(),
+               e = expected.to(kFloat64).contiguous().cpu();
   const double* pa = a.data<double>();
   const double* pe = e.data<double>();
   double worst = -1;
@@ -137,7 +138,8 @@ template <typename E, typename F>
     fn();
   } catch (const E& e) {
     if (std::string(e.what()).find(text) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "message was: " << e.what() << "\nexpected to contain: " << text;
+    return ::testing::AssertionFailure()
+           << "message was: " << e.what() << "\nexpected to contain: " << text;
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "threw a different type: " << e.what();
   }

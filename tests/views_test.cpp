@@ -22,7 +22,8 @@ TEST(Views, TheDocumentsTwelveNumbers) {  // seed document 000, tensor_views.py
   EXPECT_EQ(x.at({1, 0}), 100.0);
   EXPECT_EQ(t.contiguous().strides(), (Strides{3, 1}));
   EXPECT_NE(t.contiguous().data_ptr(), x.data_ptr());
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { t.view({12}); },
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { t.view({12}); },
       "view size is not compatible with input tensor's size and stride (at least one dimension "
       "spans across two contiguous subspaces). Use .reshape(...) instead."));
   Tensor r = t.reshape({12});
@@ -73,12 +74,16 @@ TEST(Views, SelectSliceNarrowFollowPython) {
   Tensor x = arange(6).reshape({2, 3});
   EXPECT_EQ(x.select(1, -1).tolist(), (std::vector<double>{2, 5}));
   EXPECT_EQ(x.narrow(1, 1, 2).tolist(), (std::vector<double>{1, 2, 4, 5}));
-  EXPECT_EQ(x.index({1, Slice{std::nullopt, std::nullopt, 2}}).tolist(), (std::vector<double>{3, 5}));
-  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(0, 2); }, "index 2 is out of bounds for dimension 0 with size 2"));
-  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(2, 0); },
-                                      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"));
+  EXPECT_EQ(x.index({1, Slice{std::nullopt, std::nullopt, 2}}).tolist(),
+            (std::vector<double>{3, 5}));
+  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(0, 2); },
+                                      "index 2 is out of bounds for dimension 0 with size 2"));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] { x.select(2, 0); },
+      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x.index({0, 0, 0}); }, "too many indices"));
-  EXPECT_TRUE(throws_with<ValueError>([&] { x.slice(0, 0, 2, 0); }, "step must be greater than zero"));
+  EXPECT_TRUE(
+      throws_with<ValueError>([&] { x.slice(0, 0, 2, 0); }, "step must be greater than zero"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x[0][0][0]; }, "invalid index of a 0-dim tensor"));
 }
 
@@ -89,7 +94,10 @@ TEST(Views, ExpandSqueezeUnsqueezeFlattenPermute) {
   EXPECT_TRUE(e.shares_storage_with(v));
   EXPECT_EQ(e.tolist(), (std::vector<double>{1, 2, 3, 1, 2, 3}));
   EXPECT_EQ(v.unsqueeze(1).expand({-1, 4}).shape(), (Shape{3, 4}));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { v.expand({2, 4}); },
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        v.expand({2, 4});
+      },
       "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
       "dimension 1.  Target sizes: [2, 4].  Tensor sizes: [3]"));
   Tensor s = zeros({1, 3, 1, 2});
@@ -112,11 +120,21 @@ TEST(Views, ExpandSqueezeUnsqueezeFlattenPermute) {
 
 TEST(Views, ViewAndReshapeErrors) {
   Tensor x = arange(12.0);
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({5}); }, "shape '[5]' is invalid for input of size 12"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.reshape({5}); }, "shape '[5]' is invalid for input of size 12"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({5}); },
+                                        "shape '[5]' is invalid for input of size 12"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.reshape({5}); },
+                                        "shape '[5]' is invalid for input of size 12"));
   EXPECT_EQ(x.view({-1, 3}).shape(), (Shape{4, 3}));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({-1, -1}); }, "only one dimension can be inferred"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.view({-1, 5}); }, "shape '[-1, 5]' is invalid for input of size 12"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        x.view({-1, -1});
+      },
+      "only one dimension can be inferred"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        x.view({-1, 5});
+      },
+      "shape '[-1, 5]' is invalid for input of size 12"));
 }
 
 // The view rule, independently: a new shape can view the memory iff there are strides under
@@ -182,8 +200,8 @@ TEST(Views, ViewRuleAgreesWithBruteForceOnRandomLayouts) {
     const auto ours = view_strides(t.shape(), t.strides(), target);
     const auto brute = brute_force_view(t.shape(), t.strides(), target);
     ASSERT_EQ(ours.has_value(), brute.has_value())
-        << "shape " << format_tuple(t.shape()) << " strides " << format_tuple(t.strides())
-        << " -> " << format_tuple(target);
+        << "shape " << format_tuple(t.shape()) << " strides " << format_tuple(t.strides()) << " -> "
+        << format_tuple(target);
     if (!ours) {
       ++refused;
       continue;
@@ -234,7 +252,8 @@ TEST(Views, OffsetOfNamesTheCellTheViewReads) {
       v = v.permute(order);
     }
     for (int64_t d = 0; d < v.dim(); ++d)
-      if (uniform_int(rng, 0, 2) == 0) v = v.slice(d, uniform_int(rng, 0, 1), std::nullopt, uniform_int(rng, 1, 2));
+      if (uniform_int(rng, 0, 2) == 0)
+        v = v.slice(d, uniform_int(rng, 0, 1), std::nullopt, uniform_int(rng, 1, 2));
     const Tensor cells = v.contiguous();
     const int64_t* expected = cells.data<int64_t>();
     int64_t k = 0;
@@ -242,6 +261,10 @@ TEST(Views, OffsetOfNamesTheCellTheViewReads) {
   }
   Tensor x = zeros({2, 3});
   EXPECT_EQ(x.offset_of({-1, -1}), 5);
-  EXPECT_TRUE(throws_with<IndexError>([&] { x.offset_of({0, 3}); }, "index 3 is out of bounds for dimension 1 with size 3"));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        x.offset_of({0, 3});
+      },
+      "index 3 is out of bounds for dimension 1 with size 3"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x.offset_of({0}); }, "expected 2 indices"));
 }

@@ -30,8 +30,8 @@ static void training_time() {
   const double mfu = 0.5;
   const int gpus = 1024;
   const double throughput = peak * mfu * gpus;
-  std::printf("throughput: %g TFLOP/s dense bf16 x %.0f%% MFU x %d GPUs = %g FLOP/s\n",
-              peak / 1e12, mfu * 100, gpus, throughput);
+  std::printf("throughput: %g TFLOP/s dense bf16 x %.0f%% MFU x %d GPUs = %g FLOP/s\n", peak / 1e12,
+              mfu * 100, gpus, throughput);
 
   const double exact = seconds_for(work, throughput);
   //! [work]
@@ -122,7 +122,8 @@ static void write_figure_data(const std::string& dir) {
   const double peak = promised_flop_per_sec("H100", kBFloat16);
   for (int gpus : {256, 1024, 4096})
     for (int percent = 5; percent <= 100; percent += 5)
-      csv.row(gpus, percent / 100.0, seconds_for(work, peak * gpus * percent / 100.0) / kSecondsPerDay);
+      csv.row(gpus, percent / 100.0,
+              seconds_for(work, peak * gpus * percent / 100.0) / kSecondsPerDay);
   std::printf("\nwrote %s\n", csv.path().c_str());
 }
 

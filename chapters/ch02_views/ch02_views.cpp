@@ -164,8 +164,8 @@ static void named_dimensions() {
   Tensor mixed = einsum(split, w, "... hidden1, hidden1 hidden2 -> ... hidden2");
   Tensor merged = rearrange(mixed, "... heads hidden2 -> ... (heads hidden2)");
   //! [heads]
-  std::printf("split into heads: %s -> einsum with w: %s -> merged: %s\n",
-              shape_of(split).c_str(), shape_of(mixed).c_str(), shape_of(merged).c_str());
+  std::printf("split into heads: %s -> einsum with w: %s -> merged: %s\n", shape_of(split).c_str(),
+              shape_of(mixed).c_str(), shape_of(merged).c_str());
 }
 
 // The figure: which memory cell each view visits, in the order it visits them. offset_of() is

@@ -19,6 +19,8 @@
 
 using namespace tiny;
 
+// The tape is laid out by hand, to fit on one screen.
+// clang-format off
 //! [tape]
 // ---- ours: the whole tape -------------------------------------------------------------------
 // A Var is an array (a plain library Tensor, used like a NumPy array: it records nothing) that
@@ -96,6 +98,7 @@ void backward(const VarPtr& loss) {
 }
 // ---- end of the tape --------------------------------------------------------------------------
 //! [tape]
+// clang-format on
 
 // Largest |a - b| over all elements.
 static double largest_gap(const Tensor& a, const Tensor& b) { return abs(a - b).max().item(); }
@@ -117,7 +120,8 @@ static void xor_step() {
   //! [xor]
   // Ours: the parameters as Vars, the forward pass through our operations, our backward.
   std::vector<VarPtr> ours = {var(W1.clone()), var(b1.clone()), var(w2.clone()), var(b2.clone())};
-  VarPtr loss = bce_with_logits(matmul(relu(matmul(var(x), ours[0]) + ours[1]), ours[2]) + ours[3], y);
+  VarPtr loss =
+      bce_with_logits(matmul(relu(matmul(var(x), ours[0]) + ours[1]), ours[2]) + ours[3], y);
   backward(loss);
 
   // The library: the same network on tensors that require gradients.
@@ -131,8 +135,8 @@ static void xor_step() {
   std::printf("loss: ours %.4f, library %.4f\n", loss->data.item(), ref.item());
   const char* names[] = {"W1", "b1", "w2", "b2"};
   for (size_t i = 0; i < 4; ++i)
-    std::printf("dL/d%s: %s   largest gap to library %.1e\n", names[i], rounded(ours[i]->grad).c_str(),
-                largest_gap(ours[i]->grad, theirs[i].grad()));
+    std::printf("dL/d%s: %s   largest gap to library %.1e\n", names[i],
+                rounded(ours[i]->grad).c_str(), largest_gap(ours[i]->grad, theirs[i].grad()));
 }
 
 // Part 2: the same comparison on 200 random networks, in which one weight matrix serves two
@@ -149,8 +153,12 @@ static void random_networks() {
     // z = relu(relu(x W + b) W) v: W is used by two layers.
     VarPtr oW = var(W.clone()), ob = var(b.clone()), ov = var(v.clone());
     backward(bce_with_logits(matmul(relu(matmul(relu(matmul(var(x), oW) + ob), oW)), ov), y));
-    Tensor tW = W.clone().requires_grad_(), tb = b.clone().requires_grad_(), tv = v.clone().requires_grad_();
-    auto library_loss = [&] { return binary_cross_entropy_with_logits(matmul(relu(matmul(relu(matmul(x, tW) + tb), tW)), tv), y); };
+    Tensor tW = W.clone().requires_grad_(), tb = b.clone().requires_grad_(),
+           tv = v.clone().requires_grad_();
+    auto library_loss = [&] {
+      return binary_cross_entropy_with_logits(
+          matmul(relu(matmul(relu(matmul(x, tW) + tb), tW)), tv), y);
+    };
     library_loss().backward();
     worst = std::max({worst, largest_gap(oW->grad, tW.grad()), largest_gap(ob->grad, tb.grad()),
                       largest_gap(ov->grad, tv.grad())});
@@ -171,7 +179,8 @@ static void random_networks() {
         }
     }
   }
-  std::printf("200 random cases, shared weight and (1, 5) bias: largest gap to library %.1e\n", worst);
+  std::printf("200 random cases, shared weight and (1, 5) bias: largest gap to library %.1e\n",
+              worst);
   std::printf("finite differences (h = 1e-6) on the shared weight: largest gap %.1e\n", worst_fd);
 }
 
@@ -217,7 +226,8 @@ static void gradients_accumulate() {
   loss.backward();  // no zero_grad in between: the second gradient is added to the first
   std::printf("after a second backward without zero_grad: w.grad = %s\n", w.grad().str().c_str());
   zero_grad({w});
-  std::printf("after zero_grad: w.grad = %s\n", w.grad().defined() ? w.grad().str().c_str() : "None");
+  std::printf("after zero_grad: w.grad = %s\n",
+              w.grad().defined() ? w.grad().str().c_str() : "None");
   //! [basics]
   try {
     loss.backward();  // the second call freed what the graph had saved
@@ -239,25 +249,27 @@ static void backward_flops(const std::optional<std::string>& csv_dir) {
   double forward = 0, backward = 0;
   for (const auto& node : graph_nodes(loss)) {
     if (node->name() == "AccumulateGrad") continue;  // adds into .grad: no FLOPs counted
-    std::printf("%-16s forward %11.0f   backward %11.0f\n", node->name().c_str(), node->forward_flops(),
-                node->backward_flops());
+    std::printf("%-16s forward %11.0f   backward %11.0f\n", node->name().c_str(),
+                node->forward_flops(), node->backward_flops());
     if (node->name() == "MmBackward0") {
       forward += node->forward_flops();
       backward += node->backward_flops();
     }
   }
   //! [flops]
-  std::printf("matmuls: forward %.0f = 2BDD + 2BDK, backward %.0f = %.0f x forward\n", forward, backward,
-              backward / forward);
+  std::printf("matmuls: forward %.0f = 2BDD + 2BDK, backward %.0f = %.0f x forward\n", forward,
+              backward, backward / forward);
   std::printf("together %.0f = 6 x %lld data points x %lld parameters\n", forward + backward,
               static_cast<long long>(B), static_cast<long long>(D * D + D * K));
   Tensor first = matmul(x.detach(), w1);
-  std::printf("a first layer, whose input needs no gradient, skips dL/dx: backward %.0f instead of %.0f\n",
-              first.grad_fn()->backward_flops(), 2 * first.grad_fn()->forward_flops());
+  std::printf(
+      "a first layer, whose input needs no gradient, skips dL/dx: backward %.0f instead of %.0f\n",
+      first.grad_fn()->backward_flops(), 2 * first.grad_fn()->forward_flops());
   if (csv_dir) {
     CsvFile csv(*csv_dir, "ch03_flops.csv", {"node", "forward", "backward"});
     for (const auto& node : graph_nodes(loss))
-      if (node->name() != "AccumulateGrad") csv.row(node->name(), node->forward_flops(), node->backward_flops());
+      if (node->name() != "AccumulateGrad")
+        csv.row(node->name(), node->forward_flops(), node->backward_flops());
     std::printf("\nwrote %s\n", csv.path().c_str());
   }
 }

@@ -99,7 +99,12 @@ struct Queue {
   double time(const std::function<void()>& work, int trials = 10) const {
     // BEGIN SOLUTION ch04 honest_timer
     if (!worker) return timed(work, device, trials);
-    return timed([&] { launch(work); wait(); }, Device::cpu(), trials);
+    return timed(
+        [&] {
+          launch(work);
+          wait();
+        },
+        Device::cpu(), trials);
     // END SOLUTION ch04 honest_timer
   }
 };
@@ -182,8 +187,9 @@ static std::vector<Measured> throughput_table() {
   results.push_back({"cuda", "bfloat16", n, rate});
   std::printf("n = %lld: cuda bfloat16 %.1f TFLOP/s", static_cast<long long>(n), rate);
   if (model)
-    std::printf(", %.0f%% of the %s's %.1f dense promise", 100 * rate * 1e12 / promised_flop_per_sec(model, kBFloat16),
-                model, promised_flop_per_sec(model, kBFloat16) / 1e12);
+    std::printf(", %.0f%% of the %s's %.1f dense promise",
+                100 * rate * 1e12 / promised_flop_per_sec(model, kBFloat16), model,
+                promised_flop_per_sec(model, kBFloat16) / 1e12);
   std::printf("\n");
   // TF32: float32 inputs read with a 10-bit mantissa by the tensor cores; an explicit choice.
   set_float32_matmul_precision("high");
@@ -191,7 +197,9 @@ static std::vector<Measured> throughput_table() {
   const double tf32 = tflops(4096, timed([&] { matmul(c, c); }, Device::cuda(0)));
   set_float32_matmul_precision("highest");
   results.push_back({"cuda", "tf32", 4096, tf32});
-  std::printf("n = 4096: cuda float32 with set_float32_matmul_precision(\"high\") (TF32) %.1f TFLOP/s\n", tf32);
+  std::printf(
+      "n = 4096: cuda float32 with set_float32_matmul_precision(\"high\") (TF32) %.1f TFLOP/s\n",
+      tf32);
   return results;
 }
 
@@ -207,7 +215,8 @@ static void launch_versus_real(const Queue& q) {
   q.wait();
   const auto t0 = std::chrono::steady_clock::now();
   q.launch([&] { c = matmul(a, a); });
-  const double t_launch = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double t_launch =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   q.wait();
   const double t_real = q.time([&] { c = matmul(a, a); }, 3);
   std::printf("4096 matmul on %s, no synchronize: %.2f ms 'measured', %.2f ms real\n",
@@ -227,12 +236,16 @@ static void waiting_versus_queued(const Queue& q) {
   //! [queued]
   const double each = q.time([&] { matmul(a, b); });
   const int calls = 200;
-  const double queued = q.time([&] {
-    for (int i = 0; i < calls; ++i) q.launch([&] { matmul(a, b); });
-  }, 5) / calls;
-  std::printf("256 matmul on %s: %.0f us per call waiting each time, %.0f us per call when %d are "
-              "queued (%.2f TFLOP/s)\n",
-              q.name().c_str(), each * 1e6, queued * 1e6, calls, tflops(n, queued));
+  const double queued = q.time(
+                            [&] {
+                              for (int i = 0; i < calls; ++i) q.launch([&] { matmul(a, b); });
+                            },
+                            5) /
+                        calls;
+  std::printf(
+      "256 matmul on %s: %.0f us per call waiting each time, %.0f us per call when %d are "
+      "queued (%.2f TFLOP/s)\n",
+      q.name().c_str(), each * 1e6, queued * 1e6, calls, tflops(n, queued));
   //! [queued]
 }
 
@@ -258,7 +271,8 @@ static void feeding_the_device(const Queue& q) {
   const int64_t B = 64, L = 1024;
   const Tensor x = get_batch(data, B, L, q.device, true);
   std::printf("x: shape %s, %s, on %s%s\n", format_tuple(x.shape()).c_str(), dtype_name(x.dtype()),
-              x.device().str().c_str(), q.worker ? "" : " (pinned on the host, copied without blocking)");
+              x.device().str().c_str(),
+              q.worker ? "" : " (pinned on the host, copied without blocking)");
   const Tensor w = randn({L, 256}).to(q.device);
   auto compute_once = [&](const Tensor& batch) { return matmul(batch.to(kFloat32), w); };
 
@@ -270,38 +284,50 @@ static void feeding_the_device(const Queue& q) {
     for (int r = 0; r < repeats; ++r) compute_once(batch);
   };
   const double work = unit * repeats;
-  std::printf("load a batch: %.2f ms; work on it: %.2f ms (%d x matmul (%lld, %lld) @ (%lld, 256), sized to match)\n",
-              load * 1e3, work * 1e3, repeats, static_cast<long long>(B), static_cast<long long>(L),
-              static_cast<long long>(L));
+  std::printf(
+      "load a batch: %.2f ms; work on it: %.2f ms (%d x matmul (%lld, %lld) @ (%lld, 256), sized "
+      "to match)\n",
+      load * 1e3, work * 1e3, repeats, static_cast<long long>(B), static_cast<long long>(L),
+      static_cast<long long>(L));
 
   //! [overlap]
   const int steps = 20;
   // One after the other: load, compute, wait, as a loop that reads the loss every step does.
-  const double serial = timed([&] {
-    for (int s = 0; s < steps; ++s) {
-      const Tensor batch = get_batch(data, B, L, q.device, false);
-      q.launch([&] { compute(batch); });
-      q.wait();
-    }
-  }, Device::cpu(), 3) / steps;
+  const double serial = timed(
+                            [&] {
+                              for (int s = 0; s < steps; ++s) {
+                                const Tensor batch = get_batch(data, B, L, q.device, false);
+                                q.launch([&] { compute(batch); });
+                                q.wait();
+                              }
+                            },
+                            Device::cpu(), 3) /
+                        steps;
   // Overlapped: the work is queued and the host goes straight on to load the next batch.
-  const double overlapped = timed([&] {
-    for (int s = 0; s < steps; ++s) {
-      const Tensor batch = get_batch(data, B, L, q.device, true);
-      q.launch([&, batch] { compute(batch); });
-    }
-    q.wait();
-  }, Device::cpu(), 3) / steps;
+  const double overlapped = timed(
+                                [&] {
+                                  for (int s = 0; s < steps; ++s) {
+                                    const Tensor batch = get_batch(data, B, L, q.device, true);
+                                    q.launch([&, batch] { compute(batch); });
+                                  }
+                                  q.wait();
+                                },
+                                Device::cpu(), 3) /
+                            steps;
   //! [overlap]
   std::printf("one after the other: %.2f ms per step\n", serial * 1e3);
-  std::printf("next batch loads while this one computes: %.2f ms per step (at best max(load, work) = %.2f)\n",
-              overlapped * 1e3, std::max(load, work) * 1e3);
+  std::printf(
+      "next batch loads while this one computes: %.2f ms per step (at best max(load, work) = "
+      "%.2f)\n",
+      overlapped * 1e3, std::max(load, work) * 1e3);
   // Overlap needs idle hardware to use: a GPU computing while the host loads. A CPU whose cores
   // the matmul already keeps busy has none to spare.
   if (overlapped < 0.9 * serial)
     std::printf("overlap hid %.0f%% of the time per step\n", 100 * (1 - overlapped / serial));
   else
-    std::printf("no gain here: the work already keeps every core busy, so the loader only competes with it\n");
+    std::printf(
+        "no gain here: the work already keeps every core busy, so the loader only competes with "
+        "it\n");
 }
 
 // ---- 6. memory bandwidth ------------------------------------------------------------------------
@@ -326,10 +352,14 @@ static std::vector<Bandwidth> bandwidth() {
     const double h2d_pinned = bytes / timed([&] { pinned.to(device); }, device, 5);
     const double d2h = bytes / timed([&] { back.copy_(on_gpu); }, device, 5);
     const double d2h_pinned = bytes / timed([&] { back_pinned.copy_(on_gpu); }, device, 5);
-    std::printf("host -> %s: pageable %.1f GB/s, pinned %.1f GB/s\n", device.str().c_str(), h2d / 1e9, h2d_pinned / 1e9);
-    std::printf("%s -> host: pageable %.1f GB/s, pinned %.1f GB/s\n", device.str().c_str(), d2h / 1e9, d2h_pinned / 1e9);
-    out.insert(out.end(), {{"h2d_pageable", h2d / 1e9}, {"h2d_pinned", h2d_pinned / 1e9},
-                           {"d2h_pageable", d2h / 1e9}, {"d2h_pinned", d2h_pinned / 1e9}});
+    std::printf("host -> %s: pageable %.1f GB/s, pinned %.1f GB/s\n", device.str().c_str(),
+                h2d / 1e9, h2d_pinned / 1e9);
+    std::printf("%s -> host: pageable %.1f GB/s, pinned %.1f GB/s\n", device.str().c_str(),
+                d2h / 1e9, d2h_pinned / 1e9);
+    out.insert(out.end(), {{"h2d_pageable", h2d / 1e9},
+                           {"h2d_pinned", h2d_pinned / 1e9},
+                           {"d2h_pageable", d2h / 1e9},
+                           {"d2h_pinned", d2h_pinned / 1e9}});
   }
   // On the device itself: a copy reads and writes each byte once; x + y reads two and writes
   // one. Both are limited by memory, not arithmetic, so the fair yardstick for an elementwise

@@ -27,8 +27,8 @@ static void print_table(const std::vector<Row>& rows) {
               "smallest normal", "smallest subnormal", "step at 1.0");
   for (const auto& [label, f] : rows) {
     const FInfo i = f.info();
-    std::printf("%-9s %8d %8d %10.3g %16.3g %19.3g %12.3g\n", label, f.exponent_bits, f.mantissa_bits,
-                i.max, i.smallest_normal, i.smallest_subnormal, i.eps);
+    std::printf("%-9s %8d %8d %10.3g %16.3g %19.3g %12.3g\n", label, f.exponent_bits,
+                f.mantissa_bits, i.max, i.smallest_normal, i.smallest_subnormal, i.eps);
   }
 }
 
@@ -45,10 +45,12 @@ static std::string short_list(const Tensor& t) {
 static void three_formats(const std::optional<std::string>& csv_dir) {
   std::printf("== float32, float16, bfloat16 ==\n");
   //! [table]
-  print_table({{"float32", kFormatFloat32}, {"float16", kFormatFloat16}, {"bfloat16", kFormatBFloat16}});
+  print_table(
+      {{"float32", kFormatFloat32}, {"float16", kFormatFloat16}, {"bfloat16", kFormatBFloat16}});
   std::printf("\n");
   for (double v : {1e-8, 70000.0, 1.001})
-    std::printf("%9g stored as  float16: %-12.6g bfloat16: %.6g\n", v, stored(v, kFloat16), stored(v, kBFloat16));
+    std::printf("%9g stored as  float16: %-12.6g bfloat16: %.6g\n", v, stored(v, kFloat16),
+                stored(v, kBFloat16));
   //! [table]
 
   // An optimizer adds small updates to a weight, over and over.
@@ -65,14 +67,17 @@ static void three_formats(const std::optional<std::string>& csv_dir) {
     if (i % 50 == 0) trace.push_back({double(i), w[0].item(), w[1].item(), w[2].item()});
   }
   for (size_t k = 0; k < 2; ++k)
-    std::printf("1 + 10,000 steps of 0.0001 in %-8s = %.4f (should be 2.0000)\n", dtype_name(dtypes[k]), w[k].item());
+    std::printf("1 + 10,000 steps of 0.0001 in %-8s = %.4f (should be 2.0000)\n",
+                dtype_name(dtypes[k]), w[k].item());
   //! [accumulate]
 
   // Small gradients in float16, with and without scaling them up first.
   //! [scaling]
   const Tensor g = tensor({1e-8, 2e-7, 1e-4});
-  std::printf("gradients %s in float16: %s\n", short_list(g).c_str(), short_list(g.to(kFloat16).to(kFloat32)).c_str());
-  std::printf("scaled by 1024, stored, unscaled: %s\n", short_list((g * 1024).to(kFloat16).to(kFloat32) / 1024).c_str());
+  std::printf("gradients %s in float16: %s\n", short_list(g).c_str(),
+              short_list(g.to(kFloat16).to(kFloat32)).c_str());
+  std::printf("scaled by 1024, stored, unscaled: %s\n",
+              short_list((g * 1024).to(kFloat16).to(kFloat32) / 1024).c_str());
   //! [scaling]
 
   if (csv_dir) {
@@ -91,10 +96,12 @@ static void small_formats(const std::optional<std::string>& csv_dir) {
   // Out of range, fp8 either saturates to its largest value (what NVIDIA's conversions do when
   // asked to) or becomes inf or NaN (PyTorch's casts). E4M3 has no inf, so it becomes NaN.
   //! [fp8]
-  std::printf("stored in fp8 (sat: out of range saturates; else it becomes inf, or NaN without inf)\n");
+  std::printf(
+      "stored in fp8 (sat: out of range saturates; else it becomes inf, or NaN without inf)\n");
   std::printf("%9s  %-12s %-12s %-12s %s\n", "value", "e4m3fn sat", "e4m3fn", "e5m2 sat", "e5m2");
   for (float v : {0.1f, 1.1f, 3.14159f, 240.0f, 500.0f, 57344.0f, 70000.0f, 1e-8f}) {
-    std::printf("%9g  %-12s %-12s %-12s %s\n", v, repr(kFormatE4M3.round(v, Overflow::Saturate)).c_str(),
+    std::printf("%9g  %-12s %-12s %-12s %s\n", v,
+                repr(kFormatE4M3.round(v, Overflow::Saturate)).c_str(),
                 repr(kFormatE4M3.round(v, Overflow::NonFinite)).c_str(),
                 repr(kFormatE5M2.round(v, Overflow::Saturate)).c_str(),
                 repr(kFormatE5M2.round(v, Overflow::NonFinite)).c_str());
@@ -103,7 +110,8 @@ static void small_formats(const std::optional<std::string>& csv_dir) {
 
   if (csv_dir) {
     CsvFile csv(*csv_dir, "ch05_layouts.csv", {"format", "sign", "exponent", "mantissa"});
-    for (const FloatFormat& f : {kFormatFloat32, kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2, kFormatE2M1})
+    for (const FloatFormat& f :
+         {kFormatFloat32, kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2, kFormatE2M1})
       csv.row(f.name, 1, f.exponent_bits, f.mantissa_bits);
   }
 }
@@ -113,8 +121,8 @@ static void report(const char* name, const Tensor& exact, const Tensor& approx, 
   const Tensor x = exact.to(kFloat64), y = approx.to(kFloat64);
   const double lost = sum((y == 0.0).to(kFloat64)).item() / double(x.numel());
   const double rel = (abs(y - x) / abs(x)).mean().item();
-  std::printf("%-30s %5.1f%% of values become 0, mean relative error %5.3f, %4lld bytes\n", name, 100 * lost,
-              rel, static_cast<long long>(bytes));
+  std::printf("%-30s %5.1f%% of values become 0, mean relative error %5.3f, %4lld bytes\n", name,
+              100 * lost, rel, static_cast<long long>(bytes));
 }
 
 static void nvfp4() {
@@ -123,9 +131,10 @@ static void nvfp4() {
   // magnitudes a real activation or weight tensor has across its rows.
   Generator gen(0);
   //! [nvfp4]
-  Tensor x = (rand({64, 16}, kFloat32, gen) * 2.0 - 1.0) * (2.0 * ones({64, 1})).pow(randint(-8, 8, {64, 1}, gen).to(kFloat32));
-  const Tensor one_scale = fp4_single_scale(x);          // E2M1 values times amax / 6
-  const NvFp4Tensor q = nvfp4_quantize(x);               // plus an E4M3 scale per 16 values
+  Tensor x = (rand({64, 16}, kFloat32, gen) * 2.0 - 1.0) *
+             (2.0 * ones({64, 1})).pow(randint(-8, 8, {64, 1}, gen).to(kFloat32));
+  const Tensor one_scale = fp4_single_scale(x);  // E2M1 values times amax / 6
+  const NvFp4Tensor q = nvfp4_quantize(x);       // plus an E4M3 scale per 16 values
   const Tensor block_scaled = nvfp4_dequantize(q);
   //! [nvfp4]
   report("float32", x, x, static_cast<int64_t>(x.nbytes()));
@@ -138,6 +147,7 @@ int main(int argc, char** argv) {
     three_formats(csv_dir);
     small_formats(csv_dir);
     nvfp4();
-    if (csv_dir) std::printf("\nwrote %s/ch05_running_sum.csv and ch05_layouts.csv\n", csv_dir->c_str());
+    if (csv_dir)
+      std::printf("\nwrote %s/ch05_running_sum.csv and ch05_layouts.csv\n", csv_dir->c_str());
   });
 }

@@ -45,7 +45,9 @@ void* pinned_malloc(size_t) {
 }
 void pinned_free(void*) {}
 void pinned_wait_idle(void*) {}
-void copy_bytes(void*, Device, const void*, Device, size_t, bool, bool) { tiny::cuda::require_device(0); }
+void copy_bytes(void*, Device, const void*, Device, size_t, bool, bool) {
+  tiny::cuda::require_device(0);
+}
 void zero_bytes(void*, size_t, int device) { tiny::cuda::require_device(device); }
 template <typename Op> void elementwise(const Tensor&, const Tensor* const*, const ops::Scalars&) {
   tiny::cuda::require_device(0);
@@ -55,7 +57,9 @@ template <typename Op> void elementwise(const Tensor&, const Tensor* const*, con
 TINY_ELEMENTWISE_OPS(TINY_INSTANTIATE)
 #undef TINY_INSTANTIATE
 void convert_tensor(const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
-void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  tiny::cuda::require_device(0);
+}
 void sum_rows(const Tensor&, const Tensor&, double) { tiny::cuda::require_device(0); }
 void max_rows(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
 void gemm(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }

@@ -16,9 +16,10 @@ void synchronize(int index) { tiny::cuda::synchronize(index); }
 
 void copy(const Tensor& dst, const Tensor& src) {
   // The same bytes in the same order: the driver's copy, as PyTorch's copy_ does.
-  if (src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous() &&
-      src.shape() == dst.shape())
-    return cuda::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(), dst.nbytes(), true, false);
+  if (src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+      dst.is_contiguous() && src.shape() == dst.shape())
+    return cuda::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
+                            dst.nbytes(), true, false);
   cuda::convert_tensor(dst, src);
 }
 
@@ -43,7 +44,8 @@ Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor) {
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   const DType dt = a.dtype();
   if (!is_floating(dt))
-    throw TypeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(dt) + "'");
+    throw TypeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(dt) +
+                    "'");
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const int64_t nb = shape_numel(Shape(a.shape().begin(), a.shape().end() - 2));
   cuda::gemm(out.view({nb, M, N}), a.reshape({nb, M, K}), b.reshape({nb, K, N}));
@@ -52,8 +54,8 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
 }  // namespace
 
 extern const Backend kCudaBackend = {
-    "cuda", allocate,        release, cuda::zero_bytes, synchronize,
-    copy,   cuda::where,     sum,     cuda::max_rows,   matmul,
+    "cuda", allocate,    release, cuda::zero_bytes, synchronize,
+    copy,   cuda::where, sum,     cuda::max_rows,   matmul,
 };
 
 }  // namespace tiny::detail

@@ -27,9 +27,7 @@ constexpr int kThreads = 256;  // threads per block
 constexpr int kUnroll = 4;     // elements per thread in the contiguous loop
 
 /// Per-operand steps of a single run: 1 (walks the elements) or 0 (a broadcast value).
-template <int N> struct Steps {
-  int64_t step[N];
-};
+template <int N> struct Steps { int64_t step[N]; };
 
 template <typename K>
 __global__ void __launch_bounds__(kThreads) contiguous_loop(K body, Steps<K::N> steps, int64_t n) {
@@ -53,7 +51,8 @@ __global__ void __launch_bounds__(kThreads) contiguous_loop(K body, Steps<K::N> 
 }
 
 template <typename K>
-__global__ void __launch_bounds__(kThreads) general_loop(K body, LoopGeometry<K::N> geometry, int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    general_loop(K body, LoopGeometry<K::N> geometry, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= n) return;
   int64_t off[K::N];
@@ -63,7 +62,8 @@ __global__ void __launch_bounds__(kThreads) general_loop(K body, LoopGeometry<K:
 
 /// Runs `body` over `shape`, operand k laid out with strides[k] (the output's first).
 template <typename K>
-void launch(const K& body, const Shape& shape, const std::array<Strides, K::N>& strides, int device) {
+void launch(const K& body, const Shape& shape, const std::array<Strides, K::N>& strides,
+            int device) {
   constexpr int N = K::N;
   std::array<const Strides*, N> ptrs;
   for (int k = 0; k < N; ++k) ptrs[k] = &strides[k];
@@ -108,8 +108,9 @@ template <typename T> Input<T> input_of(const Tensor& t) {
     bool one_element = true;  // a single element, possibly broadcast (all strides 0)
     for (int64_t d = 0; d < t.dim(); ++d) one_element &= t.size(d) == 1 || t.stride(d) == 0;
     if (!one_element)
-      throw RuntimeError("Expected all tensors to be on the same device, but found at least two "
-                         "devices, cuda and cpu!");
+      throw RuntimeError(
+          "Expected all tensors to be on the same device, but found at least two "
+          "devices, cuda and cpu!");
     in.value = static_cast<opmath_t<T>>(*static_cast<const T*>(t.data_ptr()));
   }
   return in;
@@ -121,7 +122,8 @@ inline Strides loop_strides(const Tensor& t, const Shape& shape) {
   return broadcast_strides(t, shape);
 }
 
-template <typename T> constexpr bool kIsFloat =
+template <typename T>
+constexpr bool kIsFloat =
     std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 /// The body of elementwise op Op (elementwise_ops.h) with In-typed inputs and an Out-typed
@@ -148,7 +150,8 @@ template <typename Out, typename In, typename Op> struct ElementwiseBody {
   }
 };
 
-template <typename Op> void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
+template <typename Op>
+void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
   constexpr int A = Op::arity;
   const Shape& shape = out.shape();
   std::array<Strides, A + 1> strides;
@@ -156,19 +159,22 @@ template <typename Op> void elementwise(const Tensor& out, const Tensor* const* 
   for (int k = 0; k < A; ++k) strides[k + 1] = loop_strides(*inputs[k], shape);
   dispatch_dtype(inputs[0]->dtype(), [&]<typename T>() {
     constexpr bool compiled = Op::types == ops::Types::All ||
-                              (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) || kIsFloat<T>;
+                              (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) ||
+                              kIsFloat<T>;
     if constexpr (compiled) {
       // Comparisons give bool; everything else keeps the compute dtype.
       using M = opmath_t<T>;
       using Out = std::conditional_t<std::is_same_v<decltype(Op{}.math(M{})), bool>, bool, T>;
-      if (out.dtype() != dtype_of<Out>()) throw RuntimeError("elementwise kernel: unexpected output dtype");
+      if (out.dtype() != dtype_of<Out>())
+        throw RuntimeError("elementwise kernel: unexpected output dtype");
       ElementwiseBody<Out, T, Op> body{};
       body.out = static_cast<Out*>(out.data_ptr());
       for (int k = 0; k < A; ++k) body.in[k] = input_of<T>(*inputs[k]);
       body.op.p = scalars;
       launch(body, shape, strides, out.device().index);
     } else {
-      throw TypeError(std::string("elementwise kernel not compiled for '") + dtype_legacy_name(inputs[0]->dtype()) + "'");
+      throw TypeError(std::string("elementwise kernel not compiled for '") +
+                      dtype_legacy_name(inputs[0]->dtype()) + "'");
     }
   });
 }

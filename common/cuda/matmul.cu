@@ -53,7 +53,9 @@ cudaDataType_t cuda_type(DType d) {
     case kFloat64: return CUDA_R_64F;
     case kFloat16: return CUDA_R_16F;
     case kBFloat16: return CUDA_R_16BF;
-    default: throw TypeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(d) + "'");
+    default:
+      throw TypeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(d) +
+                      "'");
   }
 }
 
@@ -88,8 +90,8 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
   TINY_CUDA_CHECK(cublasGemmStridedBatchedEx(
       handle, B.op, A.op, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), alpha,
       B.t.data_ptr(), type, static_cast<int>(B.ld), B.batch_stride, A.t.data_ptr(), type,
-      static_cast<int>(A.ld), A.batch_stride, beta, out.data_ptr(), type, static_cast<int>(N), M * N,
-      static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
+      static_cast<int>(A.ld), A.batch_stride, beta, out.data_ptr(), type, static_cast<int>(N),
+      M * N, static_cast<int>(batch), compute, CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace tiny::detail::cuda

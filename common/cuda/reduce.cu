@@ -18,7 +18,7 @@ namespace {
 // `scale` when there is a single piece.
 template <typename Acc, typename T>
 __global__ void __launch_bounds__(kThreads)
-sum_pieces(Acc* out, const T* rows, int64_t n, int64_t chunk, double scale) {
+    sum_pieces(Acc* out, const T* rows, int64_t n, int64_t chunk, double scale) {
   const int64_t row = blockIdx.x, piece = blockIdx.y, pieces = gridDim.y;
   const int64_t lo = piece * chunk, hi = min(n, lo + chunk);
   const T* r = rows + row * n;
@@ -54,7 +54,7 @@ template <typename M> __device__ bool beats(M candidate, M best) {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-max_of_rows(T* values, int64_t* indices, const T* rows, int64_t n) {
+    max_of_rows(T* values, int64_t* indices, const T* rows, int64_t n) {
   using M = opmath_t<T>;
   const T* r = rows + static_cast<int64_t>(blockIdx.x) * n;
   M best = static_cast<M>(r[0]);
@@ -98,8 +98,10 @@ void sum_rows(const Tensor& out, const Tensor& rows, double scale) {
     if constexpr (std::is_same_v<Acc, double> || std::is_same_v<Acc, int64_t>) {
       // Enough blocks to fill every multiprocessor a few times over, but no piece shorter than
       // 16 elements per thread.
-      const int64_t want = std::max<int64_t>(1, 4 * multiprocessors(device) / std::max<int64_t>(m, 1));
-      const int64_t pieces = std::min<int64_t>({want, std::max<int64_t>(1, n / (kThreads * 16)), 65535});
+      const int64_t want =
+          std::max<int64_t>(1, 4 * multiprocessors(device) / std::max<int64_t>(m, 1));
+      const int64_t pieces =
+          std::min<int64_t>({want, std::max<int64_t>(1, n / (kThreads * 16)), 65535});
       const int64_t chunk = (n + pieces - 1) / pieces;
       Acc* target = static_cast<Acc*>(out.data_ptr());
       Tensor partials;

@@ -163,7 +163,8 @@ void note_pinned_copy(int device) {
   auto& p = pending();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.last.size() <= static_cast<size_t>(device)) p.last.resize(device + 1, nullptr);
-  if (!p.last[device]) TINY_CUDA_CHECK(cudaEventCreateWithFlags(&p.last[device], cudaEventDisableTiming));
+  if (!p.last[device])
+    TINY_CUDA_CHECK(cudaEventCreateWithFlags(&p.last[device], cudaEventDisableTiming));
   TINY_CUDA_CHECK(cudaEventRecord(p.last[device], 0));
 }
 
@@ -212,8 +213,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   // of every kernel issued before it; copies between GPU buffers never make the host wait.
   if (kind == cudaMemcpyDeviceToDevice && dst_device.index != src_device.index)
     TINY_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index, nbytes, 0));
-  else
-    TINY_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, 0));
+  else TINY_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind, 0));
   if (kind == cudaMemcpyDeviceToDevice) return;
   // With pageable host memory the runtime itself returns only when the host side is done with
   // it (staged, or landed). Pinned memory is read and written by the GPU's copy engine directly,

@@ -29,7 +29,8 @@
 namespace tiny {
 namespace {
 
-constexpr size_t kAlignment = 64;  // a cache line, AVX-512's vector width, and the CPU backend's alignment
+constexpr size_t kAlignment =
+    64;  // a cache line, AVX-512's vector width, and the CPU backend's alignment
 
 // PyTorch accounts allocations in multiples of 512 bytes; so do we, so that the numbers of
 // memory_allocated() mean the same thing.
@@ -46,7 +47,8 @@ size_t size_class(size_t nbytes) {
 
 std::string human_bytes(size_t n) {
   char buf[32];
-  if (n >= (size_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(1 << 30));
+  if (n >= (size_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(1 << 30));
   else std::snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(1 << 20));
   return buf;
 }
@@ -57,7 +59,9 @@ struct Source {
   bool pinned = false;
   size_t max_cached = ~size_t(0);  // beyond this many cached bytes, freed blocks go back
 
-  void* obtain(size_t nbytes) const { return detail::backend(device).allocate(nbytes, device.index, pinned); }
+  void* obtain(size_t nbytes) const {
+    return detail::backend(device).allocate(nbytes, device.index, pinned);
+  }
   void release(void* p) const { detail::backend(device).release(p, device.index, pinned); }
   std::string out_of_memory(size_t nbytes) const {
     if (!device.is_cpu())
@@ -150,8 +154,10 @@ constexpr int kMaxDevices = 64;
 // into them.
 CachingAllocator& allocator_for(Device device, bool pinned) {
   if (device.is_cpu()) {
-    static CachingAllocator* pageable = new CachingAllocator(Source{Device::cpu(), false, size_t(2) << 30});
-    static CachingAllocator* locked = new CachingAllocator(Source{Device::cpu(), true, size_t(1) << 30});
+    static CachingAllocator* pageable =
+        new CachingAllocator(Source{Device::cpu(), false, size_t(2) << 30});
+    static CachingAllocator* locked =
+        new CachingAllocator(Source{Device::cpu(), true, size_t(1) << 30});
     return pinned ? *locked : *pageable;
   }
   if (device.index < 0 || device.index >= kMaxDevices || device.index >= cuda::device_count())

@@ -29,8 +29,8 @@ const char* kBackwardTwice =
 // A node made by an op: its backward rule, plus what the tape needs to shape the gradients.
 class FunctionNode : public Node {
  public:
-  FunctionNode(std::string name, std::vector<Edge> next, double fwd, double bwd, detail::BackwardFn fn,
-               std::vector<Shape> shapes, std::vector<DType> dtypes)
+  FunctionNode(std::string name, std::vector<Edge> next, double fwd, double bwd,
+               detail::BackwardFn fn, std::vector<Shape> shapes, std::vector<DType> dtypes)
       : Node(std::move(name), std::move(next), fwd, bwd),
         fn_(std::move(fn)),
         shapes_(std::move(shapes)),
@@ -151,8 +151,7 @@ AutogradMeta& Tensor::ensure_autograd_meta() const {
 bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool flag) {
-  if (!is_leaf())
-    throw RuntimeError("you can only change requires_grad flags of leaf variables.");
+  if (!is_leaf()) throw RuntimeError("you can only change requires_grad flags of leaf variables.");
   if (flag && !is_floating(dtype_))
     throw RuntimeError("only Tensors of floating point dtype can require gradients");
   ensure_autograd_meta().requires_grad = flag;
@@ -204,11 +203,13 @@ SavedTensor::SavedTensor(const Tensor& t) {
 Tensor SavedTensor::unpack() const {
   if (!storage_) return Tensor();
   if (storage_->version() != version_)
-    throw RuntimeError("one of the variables needed for gradient computation has been modified "
-                       "by an inplace operation: [torch." + std::string(dtype_name(dtype_)) + " " +
-                       shape_str(shape_) + "], which is output 0 of its producer, is at version " +
-                       std::to_string(storage_->version()) + "; expected version " +
-                       std::to_string(version_) + " instead.");
+    throw RuntimeError(
+        "one of the variables needed for gradient computation has been modified "
+        "by an inplace operation: [torch." +
+        std::string(dtype_name(dtype_)) + " " + shape_str(shape_) +
+        "], which is output 0 of its producer, is at version " +
+        std::to_string(storage_->version()) + "; expected version " + std::to_string(version_) +
+        " instead.");
   return unpack_hook_ ? unpack_hook_(packed_) : packed_;
 }
 
@@ -224,20 +225,25 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   }
   AutogradMeta& meta = out.ensure_autograd_meta();
   meta.requires_grad = true;
-  meta.grad_fn = std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
-                                                std::move(backward), std::move(shapes), std::move(dtypes));
+  meta.grad_fn =
+      std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
+                                     std::move(backward), std::move(shapes), std::move(dtypes));
 }
 
-Tensor record_view(Tensor out, const Tensor& in, const char* name, std::function<Tensor(const Tensor&)> back) {
+Tensor record_view(Tensor out, const Tensor& in, const char* name,
+                   std::function<Tensor(const Tensor&)> back) {
   if (should_record({&in}))
-    record(out, name, {in}, [back = std::move(back)](const Tensor& g) { return std::vector<Tensor>{back(g)}; }, 0, 0);
+    record(
+        out, name, {in},
+        [back = std::move(back)](const Tensor& g) { return std::vector<Tensor>{back(g)}; }, 0, 0);
   return out;
 }
 
 Tensor sum_to(const Tensor& g, const Shape& shape) {
   const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
-  if (lead < 0) throw RuntimeError("sum_to: gradient of shape " + shape_str(g.shape()) +
-                                   " cannot be summed to " + shape_str(shape));
+  if (lead < 0)
+    throw RuntimeError("sum_to: gradient of shape " + shape_str(g.shape()) +
+                       " cannot be summed to " + shape_str(shape));
   // BEGIN SOLUTION ch03 unbroadcast
   // Sum the leading dimensions broadcasting added, and those it stretched from size 1.
   std::vector<int64_t> dims;
@@ -282,11 +288,13 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     throw RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn");
   Tensor seed = gradient;
   if (!seed.defined()) {
-    if (root.numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
+    if (root.numel() != 1)
+      throw RuntimeError("grad can be implicitly created only for scalar outputs");
     seed = ones(root.shape(), root.dtype(), root.device());
   } else if (seed.shape() != root.shape()) {
-    throw RuntimeError("Mismatch in shape: grad_output[0] has a shape of " + detail::shape_str(seed.shape()) +
-                       " and output[0] has a shape of " + detail::shape_str(root.shape()) + ".");
+    throw RuntimeError("Mismatch in shape: grad_output[0] has a shape of " +
+                       detail::shape_str(seed.shape()) + " and output[0] has a shape of " +
+                       detail::shape_str(root.shape()) + ".");
   }
   NoGradGuard no_grad;  // the backward pass itself is not recorded
   const Edge start = edge_for(root);

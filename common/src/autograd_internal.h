@@ -46,7 +46,8 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
 
 /// Makes `out` (a view or copy of `in`) part of the graph when `in` is: `back` maps the gradient
 /// of `out` to the gradient of `in`. Returns `out`.
-Tensor record_view(Tensor out, const Tensor& in, const char* name, std::function<Tensor(const Tensor&)> back);
+Tensor record_view(Tensor out, const Tensor& in, const char* name,
+                   std::function<Tensor(const Tensor&)> back);
 
 /// Sums `g` down to `shape` (the inverse of broadcasting `shape` up to g's shape).
 Tensor sum_to(const Tensor& g, const Shape& shape);

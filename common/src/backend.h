@@ -19,7 +19,8 @@ namespace tiny::detail {
 /// out = Op(inputs...) elementwise: `out` of the result dtype, inputs of the compute dtype,
 /// broadcast to out's shape; any strides. On a GPU an input may also be a 0-dim CPU tensor (a
 /// number, passed by value).
-using ElementwiseKernel = void (*)(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars);
+using ElementwiseKernel = void (*)(const Tensor& out, const Tensor* const* inputs,
+                                   const ops::Scalars& scalars);
 
 /// What one kind of device provides.
 struct Backend {
@@ -56,12 +57,14 @@ const Backend& backend(Device device);
 
 namespace cpu {
 /// The CPU kernel of elementwise op Op (common/src/cpu/elementwise_*.cpp).
-template <typename Op> void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars);
+template <typename Op>
+void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars);
 }  // namespace cpu
 
 namespace cuda {
 /// The CUDA kernel of elementwise op Op (common/cuda/elementwise_*.cu).
-template <typename Op> void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars);
+template <typename Op>
+void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars);
 }  // namespace cuda
 
 }  // namespace tiny::detail

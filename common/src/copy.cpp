@@ -73,7 +73,8 @@ Tensor Tensor::to(DType dtype) const {
   Tensor out = empty(shape_, dtype, device());
   detail::backend(device()).copy(out, *this);
   if (!is_floating(dtype)) return out;  // integers and bools carry no gradient
-  return detail::record_view(out, *this, "ToCopyBackward0", [](const Tensor& g) { return g; });  // the tape casts back
+  return detail::record_view(out, *this, "ToCopyBackward0",
+                             [](const Tensor& g) { return g; });  // the tape casts back
 }
 
 Tensor Tensor::to(Device device, bool non_blocking) const {
@@ -84,7 +85,8 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
     out.copy_(*this, non_blocking);
   }
   const Device from = this->device();
-  return detail::record_view(out, *this, "ToCopyBackward0", [from](const Tensor& g) { return g.to(from); });
+  return detail::record_view(out, *this, "ToCopyBackward0",
+                             [from](const Tensor& g) { return g.to(from); });
 }
 
 Tensor Tensor::pin_memory() const {

@@ -34,7 +34,8 @@ Grads rsub_backward(const BackwardArgs& a) {
 
 // d(xy)/dx = y and d(xy)/dy = x: each input's gradient needs the other input.
 Grads mul_backward(const BackwardArgs& a) {
-  return {a.needs[0] ? mul(a.grad, a.input[1]) : Tensor(), a.needs[1] ? mul(a.grad, a.input[0]) : Tensor()};
+  return {a.needs[0] ? mul(a.grad, a.input[1]) : Tensor(),
+          a.needs[1] ? mul(a.grad, a.input[0]) : Tensor()};
 }
 
 // d(x/y)/dx = 1/y; d(x/y)/dy = -x/y^2.
@@ -63,7 +64,8 @@ Grads extremum_backward(const BackwardArgs& a) {
   const Tensor &x = a.input[0], &y = a.input[1], &m = a.result, &g = a.grad;
   const Tensor tie = eq(x, y).to(g.dtype());
   const Tensor half_tie = mul(tie, number(0.5, g));
-  return {mul(g, sub(eq(x, m).to(g.dtype()), half_tie)), mul(g, sub(eq(y, m).to(g.dtype()), half_tie))};
+  return {mul(g, sub(eq(x, m).to(g.dtype()), half_tie)),
+          mul(g, sub(eq(y, m).to(g.dtype()), half_tie))};
 }
 
 // lerp(x, y, w) = x + w (y - x): d/dx = 1 - w, d/dy = w.
@@ -77,8 +79,8 @@ Grads lerp_scalar_backward(const BackwardArgs& a) {
 // ... and with a tensor of weights, d/dw = y - x.
 Grads lerp_backward(const BackwardArgs& a) {
   const Tensor &x = a.input[0], &y = a.input[1], &w = a.input[2];
-  return {a.needs[0] ? mul(a.grad, sub(number(1, w), w)) : Tensor(), a.needs[1] ? mul(a.grad, w) : Tensor(),
-          a.needs[2] ? mul(a.grad, sub(y, x)) : Tensor()};
+  return {a.needs[0] ? mul(a.grad, sub(number(1, w), w)) : Tensor(),
+          a.needs[1] ? mul(a.grad, w) : Tensor(), a.needs[2] ? mul(a.grad, sub(y, x)) : Tensor()};
 }
 
 // x + v y z: d/dy = v z, d/dz = v y.

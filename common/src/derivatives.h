@@ -18,11 +18,11 @@ namespace tiny::detail {
 
 /// What a formula sees.
 struct BackwardArgs {
-  Tensor grad;                   ///< the gradient of the op's output
-  std::array<Tensor, 3> input;   ///< the saved inputs (undefined unless the row keeps them)
-  Tensor result;                 ///< the saved output (undefined unless the row keeps it)
-  ops::Scalars scalars;          ///< the op's numbers
-  std::array<bool, 3> needs{};   ///< which inputs need a gradient
+  Tensor grad;                  ///< the gradient of the op's output
+  std::array<Tensor, 3> input;  ///< the saved inputs (undefined unless the row keeps them)
+  Tensor result;                ///< the saved output (undefined unless the row keeps it)
+  ops::Scalars scalars;         ///< the op's numbers
+  std::array<bool, 3> needs{};  ///< which inputs need a gradient
 };
 
 /// A backward formula.
@@ -40,9 +40,9 @@ enum Keep : uint8_t {
 
 /// One row of the derivatives table.
 struct Derivative {
-  const char* op;                ///< the forward row's name
-  std::array<uint8_t, 3> keep;   ///< per input: a Keep
-  uint8_t keep_result;           ///< a Keep for the output
+  const char* op;               ///< the forward row's name
+  std::array<uint8_t, 3> keep;  ///< per input: a Keep
+  uint8_t keep_result;          ///< a Keep for the output
   BackwardFormula formula;
   /// FLOPs per element that the gradient of each input costs (backward_flops of the node).
   std::array<double, 3> flops;

@@ -16,9 +16,9 @@ void require_device(int i) {
 
 std::string DeviceProperties::str() const {
   return "_CudaDeviceProperties(name='" + name + "', major=" + std::to_string(major) +
-         ", minor=" + std::to_string(minor) + ", total_memory=" +
-         std::to_string(total_memory / (1024 * 1024)) + "MB, multi_processor_count=" +
-         std::to_string(multi_processor_count) + ")";
+         ", minor=" + std::to_string(minor) +
+         ", total_memory=" + std::to_string(total_memory / (1024 * 1024)) +
+         "MB, multi_processor_count=" + std::to_string(multi_processor_count) + ")";
 }
 
 }  // namespace tiny::cuda

@@ -42,14 +42,17 @@ thread_local AutocastState t_autocast[detail::kBackends] = {{false, kBFloat16}, 
 
 AutocastGuard::AutocastGuard(Device::Type device, DType dtype) : device_(device) {
   if (dtype != kFloat16 && dtype != kBFloat16)
-    throw ValueError(std::string("autocast runs ops in float16 or bfloat16, not ") + dtype_name(dtype));
+    throw ValueError(std::string("autocast runs ops in float16 or bfloat16, not ") +
+                     dtype_name(dtype));
   AutocastState& s = t_autocast[static_cast<int>(device)];
   previous_enabled_ = s.enabled;
   previous_dtype_ = s.dtype;
   s = {true, dtype};
 }
 
-AutocastGuard::~AutocastGuard() { t_autocast[static_cast<int>(device_)] = {previous_enabled_, previous_dtype_}; }
+AutocastGuard::~AutocastGuard() {
+  t_autocast[static_cast<int>(device_)] = {previous_enabled_, previous_dtype_};
+}
 
 bool autocast_enabled(Device::Type device) { return t_autocast[static_cast<int>(device)].enabled; }
 DType autocast_dtype(Device::Type device) { return t_autocast[static_cast<int>(device)].dtype; }
@@ -67,8 +70,9 @@ Device common_device(const char* op, const Tensor* const* inputs, int n) {
     if (!t->defined()) throw RuntimeError(std::string(op) + "(): got an undefined tensor");
     if (t->dim() == 0 && t->device().is_cpu() && n > 1) continue;  // a number
     if (first && !(first->device() == t->device()))
-      throw RuntimeError("Expected all tensors to be on the same device, but found at least two devices, " +
-                         first->device().str() + " and " + t->device().str() + "!");
+      throw RuntimeError(
+          "Expected all tensors to be on the same device, but found at least two devices, " +
+          first->device().str() + " and " + t->device().str() + "!");
     if (!first) first = t;
   }
   return first ? first->device() : Device::cpu();
@@ -79,7 +83,9 @@ Device common_device(const char* op, const Tensor* const* inputs, int n) {
 struct Promotion {
   std::optional<DType> dim_result, zero_result, number_result;
 
-  static void update(std::optional<DType>& slot, DType d) { slot = slot ? promote_types(*slot, d) : d; }
+  static void update(std::optional<DType>& slot, DType d) {
+    slot = slot ? promote_types(*slot, d) : d;
+  }
   void add(const Tensor& t) { update(t.dim() > 0 ? dim_result : zero_result, t.dtype()); }
   void add(const Scalar& s) { update(number_result, s.default_dtype()); }
 
@@ -92,7 +98,9 @@ struct Promotion {
     if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
     return higher;
   }
-  DType result() const { return combine(dim_result, combine(zero_result, number_result)).value_or(kFloat32); }
+  DType result() const {
+    return combine(dim_result, combine(zero_result, number_result)).value_or(kFloat32);
+  }
 };
 
 std::string not_implemented(const char* name, DType d) {
@@ -102,14 +110,14 @@ std::string not_implemented(const char* name, DType d) {
 // True when two tensors read exactly the same elements in the same order (an in-place op's
 // `self` passed as another input too): then reading and writing element by element is safe.
 bool same_view(const Tensor& a, const Tensor& b) {
-  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() && a.shape() == b.shape() &&
-         a.strides() == b.strides();
+  return a.storage() == b.storage() && a.storage_offset() == b.storage_offset() &&
+         a.shape() == b.shape() && a.strides() == b.strides();
 }
 
 // Autocast's casts (recorded: gradients flow back through them in the inputs' own dtypes).
 // Float64 is never cast, as in PyTorch.
-void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cast, std::array<const Tensor*, 3>& in,
-                    int n) {
+void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cast,
+                    std::array<const Tensor*, 3>& in, int n) {
   const AutocastState& s = t_autocast[static_cast<int>(device.type)];
   if (cls == AutocastClass::None || !s.enabled) return;
   auto eligible = [](const Tensor& t) { return is_floating(t.dtype()) && t.dtype() != kFloat64; };
@@ -118,7 +126,8 @@ void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cas
   if (cls == AutocastClass::Float32) target = kFloat32;
   if (cls == AutocastClass::Promote)
     for (int k = 0; k < n; ++k)
-      if (eligible(*in[k])) target = target ? promote_types(*target, in[k]->dtype()) : in[k]->dtype();
+      if (eligible(*in[k]))
+        target = target ? promote_types(*target, in[k]->dtype()) : in[k]->dtype();
   if (!target) return;
   for (int k = 0; k < n; ++k) {
     if (!eligible(*in[k]) || in[k]->dtype() == *target) continue;
@@ -128,8 +137,8 @@ void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cas
 }
 
 // Records the node of an op whose inputs need gradients, from its row in the derivatives table.
-void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Tensor*, 3>& in, int n,
-                       const ops::Scalars& scalars) {
+void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Tensor*, 3>& in,
+                       int n, const ops::Scalars& scalars) {
   const Derivative& d = *op.derivative;
   std::array<bool, 3> needs{};
   uint8_t mask = 0;
@@ -152,8 +161,11 @@ void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Te
       out, op.info.node, inputs,
       [saved = std::move(saved), saved_result = std::move(saved_result), scalars, needs, n,
        formula = d.formula](const Tensor& g) {
-        BackwardArgs args{g, {saved[0].unpack(), saved[1].unpack(), saved[2].unpack()}, saved_result.unpack(),
-                          scalars, needs};
+        BackwardArgs args{g,
+                          {saved[0].unpack(), saved[1].unpack(), saved[2].unpack()},
+                          saved_result.unpack(),
+                          scalars,
+                          needs};
         const std::array<Tensor, 3> grads = formula(args);
         return std::vector<Tensor>(grads.begin(), grads.begin() + n);
       },
@@ -166,7 +178,8 @@ Device op_device(const char* op, std::initializer_list<const Tensor*> inputs) {
   return common_device(op, inputs.begin(), static_cast<int>(inputs.size()));
 }
 
-DType result_type(std::initializer_list<const Tensor*> tensors, std::initializer_list<std::optional<Scalar>> numbers) {
+DType result_type(std::initializer_list<const Tensor*> tensors,
+                  std::initializer_list<std::optional<Scalar>> numbers) {
   Promotion p;
   for (const Tensor* t : tensors) p.add(*t);
   for (const auto& s : numbers)
@@ -180,27 +193,34 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources, int n) {
+void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources,
+                            int n) {
   if (!grad_mode_enabled()) return;
   if (self.requires_grad() && self.is_leaf())
-    throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
+    throw RuntimeError(
+        "a leaf Variable that requires grad is being used in an in-place operation.");
   // The tape records out-of-place ops only: a write into a tensor it tracks (or of a tracked
   // tensor into an untracked one) would silently lose gradients, so it is refused.
   if (self.requires_grad())
-    throw RuntimeError(std::string(op) + "(): in-place operation on a tensor that is part of the autograd graph (grad_fn=" +
-                       self.grad_fn()->name() +
-                       "): this tape records out-of-place operations only; compute the result out of place");
+    throw RuntimeError(
+        std::string(op) +
+        "(): in-place operation on a tensor that is part of the autograd graph (grad_fn=" +
+        self.grad_fn()->name() +
+        "): this tape records out-of-place operations only; compute the result out of place");
   for (int k = 0; k < n; ++k)
     if (sources[k]->requires_grad())
-      throw RuntimeError(std::string(op) + "(): in-place write of a tensor that requires grad into one that does not: "
-                         "the gradient would be lost; use the result out of place, or detach() the input");
+      throw RuntimeError(
+          std::string(op) +
+          "(): in-place write of a tensor that requires grad into one that does not: "
+          "the gradient would be lost; use the result out of place, or detach() the input");
 }
 
 void check_no_internal_overlap(const Tensor& self) {
   for (int64_t d = 0; d < self.dim(); ++d)
     if (self.stride(d) == 0 && self.size(d) > 1)
-      throw RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                         "single memory location. Please clone() the tensor before performing the operation.");
+      throw RuntimeError(
+          "unsupported operation: more than one element of the written-to tensor refers to a "
+          "single memory location. Please clone() the tensor before performing the operation.");
 }
 
 Tensor autocast(const Tensor& t, AutocastClass cls) {
@@ -248,8 +268,8 @@ Tensor run(const Call& c) {
   if (compute == kBool && op.bool_error) throw TypeError(op.bool_error);
   const OpEntry& kernel = c.kernel ? *c.kernel : op;
   for (const OpEntry* e : {&op, &kernel}) {
-    const bool ok = e->types == ops::Types::All || (e->types == ops::Types::NoBool && compute != kBool) ||
-                    is_floating(compute);
+    const bool ok = e->types == ops::Types::All ||
+                    (e->types == ops::Types::NoBool && compute != kBool) || is_floating(compute);
     if (!ok) throw TypeError(not_implemented(op.kernel_name, compute));
   }
   const DType result = rule == DTypeRule::Compare ? kBool : compute;
@@ -258,7 +278,8 @@ Tensor run(const Call& c) {
   Shape broadcast;
   const Shape* shape_of_result = &in[0]->shape();
   for (int k = 1; k < n; ++k)
-    if (in[k]->shape() != *shape_of_result) shape_of_result = &(broadcast = broadcast_shapes(*shape_of_result, in[k]->shape()));
+    if (in[k]->shape() != *shape_of_result)
+      shape_of_result = &(broadcast = broadcast_shapes(*shape_of_result, in[k]->shape()));
   const Shape& shape = *shape_of_result;
   Tensor fresh;  // the result, when it needs memory of its own
   const Tensor* dst = &fresh;
@@ -266,26 +287,29 @@ Tensor run(const Call& c) {
     const Tensor& o = *c.out;
     // A 0-dim CPU destination is not a number: it must be where the op runs.
     if (!(o.device() == device))
-      throw RuntimeError("Expected all tensors to be on the same device, but found at least two devices, " +
-                         device.str() + " and " + o.device().str() + "!");
+      throw RuntimeError(
+          "Expected all tensors to be on the same device, but found at least two devices, " +
+          device.str() + " and " + o.device().str() + "!");
     if (o.shape() != shape) {
       if (c.inplace)
-        throw RuntimeError("output with shape " + shape_str(o.shape()) + " doesn't match the broadcast shape " +
-                           shape_str(shape));
-      throw RuntimeError(std::string(name) + "(): the out= tensor has shape " + shape_str(o.shape()) +
-                         ", but the result has shape " + shape_str(shape) +
+        throw RuntimeError("output with shape " + shape_str(o.shape()) +
+                           " doesn't match the broadcast shape " + shape_str(shape));
+      throw RuntimeError(std::string(name) + "(): the out= tensor has shape " +
+                         shape_str(o.shape()) + ", but the result has shape " + shape_str(shape) +
                          " (this library does not resize out= tensors)");
     }
     if (!can_cast(result, o.dtype()))
       throw RuntimeError(std::string("result type ") + dtype_legacy_name(result) +
-                         " can't be cast to the desired output type " + dtype_legacy_name(o.dtype()));
+                         " can't be cast to the desired output type " +
+                         dtype_legacy_name(o.dtype()));
     if (c.inplace) {
       check_inplace_autograd(name, o, in.data() + 1, n - 1);
     } else if (grad_mode_enabled()) {
       bool any = o.requires_grad();
       for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
       if (any)
-        throw RuntimeError(std::string(name) + "(): functions with out=... arguments don't support automatic "
+        throw RuntimeError(std::string(name) +
+                           "(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.");
     }
     check_no_internal_overlap(o);

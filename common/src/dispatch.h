@@ -32,11 +32,11 @@ struct Derivative;
 /// One row of the op table: what op_table.h shows, and what the dispatcher needs besides.
 struct OpEntry {
   OpInfo info;
-  ops::Types types;                    ///< the dtypes its kernels are compiled for
-  const char* kernel_name;             ///< the name in "not implemented for" errors
-  const char* bool_error;              ///< raised (TypeError) for bool inputs, or null
+  ops::Types types;                      ///< the dtypes its kernels are compiled for
+  const char* kernel_name;               ///< the name in "not implemented for" errors
+  const char* bool_error;                ///< raised (TypeError) for bool inputs, or null
   ElementwiseKernel kernels[kBackends];  ///< per backend (Device::Type)
-  const Derivative* derivative;        ///< its backward formula; null when not differentiable
+  const Derivative* derivative;          ///< its backward formula; null when not differentiable
 };
 
 /// Each row's index in the table, named as the row is: OpId::add, OpId::lerp_scalar, ...
@@ -59,10 +59,10 @@ struct Call {
   ops::Scalars scalars{};                 ///< the op's numbers (see elementwise_ops.h)
   /// Numbers that take part in dtype promotion as Python numbers do (clamp's bounds).
   std::array<std::optional<Scalar>, 2> numbers{};
-  const Tensor* out = nullptr;            ///< write here (out=), or into inputs[0] (in-place)
-  bool inplace = false;                   ///< the out tensor is inputs[0]
-  const OpEntry* kernel = nullptr;        ///< a cheaper op whose kernel gives the same values
-  std::optional<DType> compute{};         ///< the compute dtype, when the caller has decided it
+  const Tensor* out = nullptr;      ///< write here (out=), or into inputs[0] (in-place)
+  bool inplace = false;             ///< the out tensor is inputs[0]
+  const OpEntry* kernel = nullptr;  ///< a cheaper op whose kernel gives the same values
+  std::optional<DType> compute{};   ///< the compute dtype, when the caller has decided it
 };
 
 /// Runs one call (the steps above) and returns the result: a new tensor, or the out= tensor; for
@@ -84,7 +84,8 @@ bool can_cast(DType from, DType to);
 
 /// Refuses an in-place write into `self`, of values computed from the `n` tensors `sources`,
 /// that the tape cannot follow (PyTorch's message for a leaf).
-void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources, int n);
+void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources,
+                            int n);
 
 /// Refuses an in-place write into memory that several elements share (an expanded tensor).
 void check_no_internal_overlap(const Tensor& self);

@@ -6,8 +6,7 @@ namespace tiny {
 size_t element_size(DType dtype) {
   switch (dtype) {
 #define TINY_DTYPE_SIZE(NAME, CPP, STR, LEGACY, RANK) \
-  case DType::NAME:                                   \
-    return sizeof(CPP);
+  case DType::NAME: return sizeof(CPP);
     TINY_FORALL_DTYPES(TINY_DTYPE_SIZE)
 #undef TINY_DTYPE_SIZE
   }
@@ -17,8 +16,7 @@ size_t element_size(DType dtype) {
 const char* dtype_name(DType dtype) {
   switch (dtype) {
 #define TINY_DTYPE_NAME(NAME, CPP, STR, LEGACY, RANK) \
-  case DType::NAME:                                   \
-    return STR;
+  case DType::NAME: return STR;
     TINY_FORALL_DTYPES(TINY_DTYPE_NAME)
 #undef TINY_DTYPE_NAME
   }
@@ -28,8 +26,7 @@ const char* dtype_name(DType dtype) {
 const char* dtype_legacy_name(DType dtype) {
   switch (dtype) {
 #define TINY_DTYPE_LEGACY(NAME, CPP, STR, LEGACY, RANK) \
-  case DType::NAME:                                     \
-    return LEGACY;
+  case DType::NAME: return LEGACY;
     TINY_FORALL_DTYPES(TINY_DTYPE_LEGACY)
 #undef TINY_DTYPE_LEGACY
   }
@@ -46,8 +43,7 @@ namespace {
 int promotion_rank(DType dtype) {
   switch (dtype) {
 #define TINY_DTYPE_RANK(NAME, CPP, STR, LEGACY, RANK) \
-  case DType::NAME:                                   \
-    return RANK;
+  case DType::NAME: return RANK;
     TINY_FORALL_DTYPES(TINY_DTYPE_RANK)
 #undef TINY_DTYPE_RANK
   }
@@ -74,7 +70,8 @@ FloatFormat float_format(DType dtype) {
     default: break;
   }
   throw TypeError(std::string("torch.finfo() requires a floating point input type. Use "
-                              "torch.iinfo to handle '") + dtype_name(dtype) + "'");
+                              "torch.iinfo to handle '") +
+                  dtype_name(dtype) + "'");
 }
 
 FInfo finfo(DType dtype) { return float_format(dtype).info(); }

@@ -27,8 +27,9 @@ struct PatternError {
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 Groups parse_side(const std::string& side) {
@@ -55,7 +56,8 @@ Groups parse_side(const std::string& side) {
     if (std::isspace(static_cast<unsigned char>(c))) {
       ++i;
     } else if (c == '(') {
-      if (open) throw PatternError{"Axis composition is one-level (brackets inside brackets not allowed)"};
+      if (open)
+        throw PatternError{"Axis composition is one-level (brackets inside brackets not allowed)"};
       bracket.clear();
       open = &bracket;
       ++i;
@@ -87,8 +89,9 @@ void check_unique(const Groups& groups) {
   std::set<std::string> seen;
   for (const std::string& n : names_of(groups))
     if (!seen.insert(n).second)
-      throw PatternError{n == kEllipsis ? "Expression may contain dots only inside ellipsis (...)"
-                                        : "Indexing expression contains duplicate dimension \"" + n + "\""};
+      throw PatternError{n == kEllipsis
+                             ? "Expression may contain dots only inside ellipsis (...)"
+                             : "Indexing expression contains duplicate dimension \"" + n + "\""};
 }
 
 std::string set_str(const std::set<std::string>& s) {
@@ -117,7 +120,8 @@ bool has_ellipsis(const Groups& groups) {
 
 std::string sizes_str(const AxisSizes& sizes) {
   std::string out = "{";
-  for (const auto& [k, v] : sizes) out += (out.size() > 1 ? ", '" : "'") + k + "': " + std::to_string(v);
+  for (const auto& [k, v] : sizes)
+    out += (out.size() > 1 ? ", '" : "'") + k + "': " + std::to_string(v);
   return out + "}";
 }
 
@@ -140,21 +144,24 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     // How many dimensions the ellipsis stands for.
     const int64_t named = static_cast<int64_t>(left.size()) - (has_ellipsis(left) ? 1 : 0);
     if (has_ellipsis(left) ? x.dim() < named : x.dim() != named)
-      throw PatternError{"Wrong shape: expected " + std::to_string(named) + (has_ellipsis(left) ? " or more" : "") +
-                         " dims. Received " + std::to_string(x.dim()) + "-dim tensor."};
+      throw PatternError{"Wrong shape: expected " + std::to_string(named) +
+                         (has_ellipsis(left) ? " or more" : "") + " dims. Received " +
+                         std::to_string(x.dim()) + "-dim tensor."};
     const int64_t ellipsis_dims = x.dim() - named;
     left = expand_ellipsis(left, ellipsis_dims);
     right = expand_ellipsis(right, ellipsis_dims);
 
     const auto lnames = names_of(left), rnames = names_of(right);
-    const std::set<std::string> lset(lnames.begin(), lnames.end()), rset(rnames.begin(), rnames.end());
+    const std::set<std::string> lset(lnames.begin(), lnames.end()),
+        rset(rnames.begin(), rnames.end());
     std::set<std::string> only_right;
     for (const auto& n : rset)
       if (!lset.count(n)) only_right.insert(n);
     if (!only_right.empty())
-      throw PatternError{(is_reduce ? "Unexpected identifiers on the right side of reduce: "
-                                    : "Identifiers only on one side of expression (should be on both): ") +
-                         set_str(only_right)};
+      throw PatternError{
+          (is_reduce ? "Unexpected identifiers on the right side of reduce: "
+                     : "Identifiers only on one side of expression (should be on both): ") +
+          set_str(only_right)};
     if (!is_reduce) {
       std::set<std::string> only_left;
       for (const auto& n : lset)
@@ -176,16 +183,18 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
       for (const auto& n : left[g]) {
         auto it = sizes.find(n);
         if (it != sizes.end()) known *= it->second;
-        else if (unknown) throw PatternError{"Could not infer sizes for {'" + *unknown + "', '" + n + "'}"};
+        else if (unknown)
+          throw PatternError{"Could not infer sizes for {'" + *unknown + "', '" + n + "'}"};
         else unknown = n;
       }
       if (unknown) {
         if (known == 0 || length % known != 0)
-          throw PatternError{"Shape mismatch, can't divide axis of length " + std::to_string(length) +
-                             " in chunks of " + std::to_string(known)};
+          throw PatternError{"Shape mismatch, can't divide axis of length " +
+                             std::to_string(length) + " in chunks of " + std::to_string(known)};
         axis[*unknown] = length / known;
       } else if (known != length) {
-        throw PatternError{"Shape mismatch, " + std::to_string(length) + " != " + std::to_string(known)};
+        throw PatternError{"Shape mismatch, " + std::to_string(length) +
+                           " != " + std::to_string(known)};
       }
       for (const auto& n : left[g]) {
         if (!axis.count(n)) axis[n] = sizes.at(n);
@@ -224,9 +233,9 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     return t.reshape(out_shape);
   } catch (const PatternError& e) {
     throw RuntimeError("Error while processing " + std::string(is_reduce ? "reduce" : "rearrange") +
-                       " pattern \"" + pattern + "\".\n Input tensor shape: " +
-                       format_tuple(x.shape()) + ". Additional info: " + sizes_str(sizes) +
-                       ".\n " + e.message);
+                       " pattern \"" + pattern +
+                       "\".\n Input tensor shape: " + format_tuple(x.shape()) +
+                       ". Additional info: " + sizes_str(sizes) + ".\n " + e.message);
   }
 }
 
@@ -282,11 +291,23 @@ Named contract(Named a, Named b, const std::set<std::string>& keep) {
   };
   Shape bshape, lshape, rshape;
   int64_t nb = 1, nl = 1, nc = 1, nr = 1;
-  for (const auto& n : batch) { bshape.push_back(size_of(n)); nb *= bshape.back(); }
-  for (const auto& n : left) { lshape.push_back(a.t.size(pos(a, n))); nl *= lshape.back(); }
+  for (const auto& n : batch) {
+    bshape.push_back(size_of(n));
+    nb *= bshape.back();
+  }
+  for (const auto& n : left) {
+    lshape.push_back(a.t.size(pos(a, n)));
+    nl *= lshape.back();
+  }
   Shape cshape;
-  for (const auto& n : contracted) { cshape.push_back(size_of(n)); nc *= cshape.back(); }
-  for (const auto& n : right) { rshape.push_back(b.t.size(pos(b, n))); nr *= rshape.back(); }
+  for (const auto& n : contracted) {
+    cshape.push_back(size_of(n));
+    nc *= cshape.back();
+  }
+  for (const auto& n : right) {
+    rshape.push_back(b.t.size(pos(b, n)));
+    nr *= rshape.back();
+  }
   Shape ea = bshape, eb = bshape;
   ea.insert(ea.end(), lshape.begin(), lshape.end());
   ea.insert(ea.end(), cshape.begin(), cshape.end());
@@ -338,10 +359,12 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
         if (g.size() != 1 && !(g.size() == 1 && g[0] == kEllipsis))
           throw PatternError{"einsum does not take parentheses or '1' in its pattern"};
       check_unique(inputs[k]);
-      const int64_t named = static_cast<int64_t>(inputs[k].size()) - (has_ellipsis(inputs[k]) ? 1 : 0);
+      const int64_t named =
+          static_cast<int64_t>(inputs[k].size()) - (has_ellipsis(inputs[k]) ? 1 : 0);
       if (has_ellipsis(inputs[k]) ? operands[k].dim() < named : operands[k].dim() != named)
-        throw PatternError{"operand " + std::to_string(k) + " has " + std::to_string(operands[k].dim()) +
-                           " dims, but its pattern names " + std::to_string(named)};
+        throw PatternError{"operand " + std::to_string(k) + " has " +
+                           std::to_string(operands[k].dim()) + " dims, but its pattern names " +
+                           std::to_string(named)};
       own[k] = operands[k].dim() - named;
       ellipsis_dims = std::max(ellipsis_dims, own[k]);
     }
@@ -368,7 +391,8 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
     Named acc = named[0];
     for (size_t k = 1; k < named.size(); ++k) {
       std::set<std::string> keep(out_axes.begin(), out_axes.end());
-      for (size_t j = k + 1; j < named.size(); ++j) keep.insert(named[j].axes.begin(), named[j].axes.end());
+      for (size_t j = k + 1; j < named.size(); ++j)
+        keep.insert(named[j].axes.begin(), named[j].axes.end());
       acc = contract(acc, named[k], keep);
     }
     acc = sum_out(acc, std::set<std::string>(out_axes.begin(), out_axes.end()));

@@ -58,19 +58,21 @@ template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
 
 /// Declares an op's arity, its `math` and its `source` from one expression; the call operator
 /// the loops use forwards to `math`.
-#define TINY_MATH(ARITY, EXPR) \
-  TINY_MATH_ONLY(ARITY, EXPR)  \
-  template <typename T, typename... R> TINY_HD auto operator()(T x, R... rest) const { return math(x, rest...); }
+#define TINY_MATH(ARITY, EXPR)                                                         \
+  TINY_MATH_ONLY(ARITY, EXPR)                                                          \
+  template <typename T, typename... R> TINY_HD auto operator()(T x, R... rest) const { \
+    return math(x, rest...);                                                           \
+  }
 
 /// TINY_MATH without the call operator, for ops that write their own.
-#define TINY_MATH_ONLY(ARITY, EXPR)                                                          \
-  static constexpr int arity = ARITY;                                                        \
-  static constexpr const char* source = #EXPR;                                               \
-  template <typename T>                                                                      \
-  TINY_HD auto math(T x, [[maybe_unused]] T y = T(), [[maybe_unused]] T z = T()) const {     \
-    using namespace ::tiny::ops::fn;                                                         \
-    [[maybe_unused]] const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);               \
-    return EXPR;                                                                             \
+#define TINY_MATH_ONLY(ARITY, EXPR)                                                      \
+  static constexpr int arity = ARITY;                                                    \
+  static constexpr const char* source = #EXPR;                                           \
+  template <typename T>                                                                  \
+  TINY_HD auto math(T x, [[maybe_unused]] T y = T(), [[maybe_unused]] T z = T()) const { \
+    using namespace ::tiny::ops::fn;                                                     \
+    [[maybe_unused]] const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);           \
+    return EXPR;                                                                         \
   }
 
 // The ops are laid out by hand: a formatter would read `x * y` in a macro argument as a pointer

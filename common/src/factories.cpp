@@ -36,13 +36,15 @@ Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device
   return empty(shape, dtype.value_or(value.default_dtype()), device).fill_(value);
 }
 
-Tensor arange(Scalar end, std::optional<DType> dtype, Device device) { return arange(0, end, 1, dtype, device); }
+Tensor arange(Scalar end, std::optional<DType> dtype, Device device) {
+  return arange(0, end, 1, dtype, device);
+}
 
 // The values are computed on the host and moved once: for the sizes these are made at, one copy
 // beats a kernel per element.
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
-  const bool any_float = start.kind() == Scalar::Kind::Float ||
-                         end.kind() == Scalar::Kind::Float || step.kind() == Scalar::Kind::Float;
+  const bool any_float = start.kind() == Scalar::Kind::Float || end.kind() == Scalar::Kind::Float ||
+                         step.kind() == Scalar::Kind::Float;
   const DType dt = dtype.value_or(any_float ? kFloat32 : kInt64);
   const double b = start.to_double(), e = end.to_double(), s = step.to_double();
   if (s == 0) throw RuntimeError("step must be nonzero");
@@ -84,11 +86,13 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
       widest = std::max(widest, node.leaf().kind());
       return;
     }
-    if (depth >= shape.size()) throw ValueError("too many dimensions: a list where a number was expected at dim " + std::to_string(depth));
+    if (depth >= shape.size())
+      throw ValueError("too many dimensions: a list where a number was expected at dim " +
+                       std::to_string(depth));
     if (static_cast<int64_t>(node.items().size()) != shape[depth])
-      throw ValueError("expected sequence of length " + std::to_string(shape[depth]) +
-                       " at dim " + std::to_string(depth) + " (got " +
-                       std::to_string(node.items().size()) + ")");
+      throw ValueError("expected sequence of length " + std::to_string(shape[depth]) + " at dim " +
+                       std::to_string(depth) + " (got " + std::to_string(node.items().size()) +
+                       ")");
     for (const NestedList& item : node.items()) self(self, item, depth + 1);
   };
   walk(walk, values, 0);

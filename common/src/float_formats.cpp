@@ -34,7 +34,8 @@ double FloatFormat::decode(uint32_t pattern) const {
   } else if (e == 0) {  // subnormal: no hidden 1, the smallest exponent
     v = std::ldexp(static_cast<double>(m), 1 - bias() - mantissa_bits);
   } else {
-    v = std::ldexp(static_cast<double>(m | (1u << mantissa_bits)), static_cast<int>(e) - bias() - mantissa_bits);
+    v = std::ldexp(static_cast<double>(m | (1u << mantissa_bits)),
+                   static_cast<int>(e) - bias() - mantissa_bits);
   }
   return negative ? -v : v;
   // END SOLUTION ch05 float_decode
@@ -43,11 +44,13 @@ double FloatFormat::decode(uint32_t pattern) const {
 uint32_t FloatFormat::encode(float x, Overflow overflow) const {
   const uint32_t sign = std::signbit(x) ? sign_bit(*this) : 0;
   const uint32_t exp_all_ones = (1u << exponent_bits) - 1;
-  const uint32_t max_pattern = (static_cast<uint32_t>(max_exponent(*this) + bias()) << mantissa_bits) |
-                               max_mantissa_at_top(*this);
+  const uint32_t max_pattern =
+      (static_cast<uint32_t>(max_exponent(*this) + bias()) << mantissa_bits) |
+      max_mantissa_at_top(*this);
   const uint32_t inf_pattern = exp_all_ones << mantissa_bits;
-  const uint32_t nan_pattern = specials == Specials::IEEE ? inf_pattern | (1u << (mantissa_bits - 1))
-                                                         : (exp_all_ones << mantissa_bits) | ((1u << mantissa_bits) - 1);
+  const uint32_t nan_pattern = specials == Specials::IEEE
+                                   ? inf_pattern | (1u << (mantissa_bits - 1))
+                                   : (exp_all_ones << mantissa_bits) | ((1u << mantissa_bits) - 1);
   if (std::isnan(x)) return specials == Specials::None ? max_pattern : nan_pattern;  // FP4: no NaN
   const double a = std::fabs(static_cast<double>(x));  // exact: float -> double
   auto beyond = [&] {

@@ -87,7 +87,7 @@ std::string with_commas(int64_t n) {
 
 namespace {
 
-constexpr int kPrecision = 4;     // digits after the point
+constexpr int kPrecision = 4;         // digits after the point
 constexpr int64_t kThreshold = 1000;  // more elements than this are summarised with "..."
 constexpr int64_t kEdgeItems = 3;     // elements shown at each end when summarising
 constexpr size_t kLineWidth = 80;
@@ -120,7 +120,8 @@ class ElementFormatter {
     } else {
       sci_mode_ = hi / lo > 1000.0 || hi > 1e8 || lo < 1e-4;
       for (double v : finite)
-        width_ = std::max(width_, sci_mode_ ? sci(v).size() : strprintf("%.*f", kPrecision, v).size());
+        width_ =
+            std::max(width_, sci_mode_ ? sci(v).size() : strprintf("%.*f", kPrecision, v).size());
     }
   }
 
@@ -136,7 +137,6 @@ class ElementFormatter {
     else if (std::isinf(v) && floating_ && !sci_mode_) s = v > 0 ? "inf" : "-inf";
     return std::string(width_ > s.size() ? width_ - s.size() : 0, ' ') + s;
   }
-
 
  private:
   // Integers and bools print as Python prints them.

@@ -14,7 +14,8 @@ double n_of(const Tensor& t) { return static_cast<double>(t.numel()); }
 
 void require_floating(const char* op, const Tensor& t) {
   if (!is_floating(t.dtype()))
-    throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(t.dtype()) + "'");
+    throw TypeError(std::string("\"") + op + "\" not implemented for '" +
+                    dtype_legacy_name(t.dtype()) + "'");
 }
 
 void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
@@ -35,12 +36,13 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   }
   if (detail::should_record({&x})) {
     SavedTensor so(out);
-    detail::record(out, "LogSoftmaxBackward0", {x},
-                   [so, dim](const Tensor& g) {
-                     // d/dx_i of log softmax_j is [i == j] - softmax_i.
-                     return std::vector<Tensor>{sub(g, mul(exp(so.unpack()), sum(g, {dim}, true)))};
-                   },
-                   4 * n_of(x), 3 * n_of(x));
+    detail::record(
+        out, "LogSoftmaxBackward0", {x},
+        [so, dim](const Tensor& g) {
+          // d/dx_i of log softmax_j is [i == j] - softmax_i.
+          return std::vector<Tensor>{sub(g, mul(exp(so.unpack()), sum(g, {dim}, true)))};
+        },
+        4 * n_of(x), 3 * n_of(x));
   }
   return out;
 }
@@ -56,12 +58,13 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   }
   if (detail::should_record({&x})) {
     SavedTensor so(out);
-    detail::record(out, "SoftmaxBackward0", {x},
-                   [so, dim](const Tensor& g) {
-                     const Tensor y = so.unpack();
-                     return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
-                   },
-                   4 * n_of(x), 3 * n_of(x));
+    detail::record(
+        out, "SoftmaxBackward0", {x},
+        [so, dim](const Tensor& g) {
+          const Tensor y = so.unpack();
+          return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {dim}, true)))};
+        },
+        4 * n_of(x), 3 * n_of(x));
   }
   return out;
 }
@@ -78,12 +81,15 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   if (detail::should_record({&input, &target})) {
     SavedTensor si(input), st(target);
     const double n = n_of(input);
-    detail::record(out, "MseLossBackward0", {input, target},
-                   [si, st, n](const Tensor& g) {
-                     const Tensor d = mul(sub(si.unpack(), st.unpack()), div(mul(g, scalar_tensor(2.0, g.dtype())), scalar_tensor(n, g.dtype())));
-                     return std::vector<Tensor>{d, neg(d)};  // 2 (x - y) / n, and its negative
-                   },
-                   3 * n, 3 * n);
+    detail::record(
+        out, "MseLossBackward0", {input, target},
+        [si, st, n](const Tensor& g) {
+          const Tensor d =
+              mul(sub(si.unpack(), st.unpack()),
+                  div(mul(g, scalar_tensor(2.0, g.dtype())), scalar_tensor(n, g.dtype())));
+          return std::vector<Tensor>{d, neg(d)};  // 2 (x - y) / n, and its negative
+        },
+        3 * n, 3 * n);
   }
   return out;
 }
@@ -101,13 +107,15 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   if (detail::should_record({&logits, &target})) {
     SavedTensor sx(logits), sy(target);
     const double n = n_of(logits);
-    detail::record(out, "BinaryCrossEntropyWithLogitsBackward0", {logits, target},
-                   [sx, sy, n](const Tensor& g) {
-                     const Tensor x = sx.unpack(), y = sy.unpack(), scale = div(g, scalar_tensor(n, g.dtype()));
-                     // d/dx = sigmoid(x) - y; d/dy = -x.
-                     return std::vector<Tensor>{mul(sub(sigmoid(x), y), scale), mul(neg(x), scale)};
-                   },
-                   6 * n, 4 * n);
+    detail::record(
+        out, "BinaryCrossEntropyWithLogitsBackward0", {logits, target},
+        [sx, sy, n](const Tensor& g) {
+          const Tensor x = sx.unpack(), y = sy.unpack(),
+                       scale = div(g, scalar_tensor(n, g.dtype()));
+          // d/dx = sigmoid(x) - y; d/dy = -x.
+          return std::vector<Tensor>{mul(sub(sigmoid(x), y), scale), mul(neg(x), scale)};
+        },
+        6 * n, 4 * n);
   }
   return out;
 }
@@ -116,9 +124,11 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
   require_floating("nll_loss", log_probs);
   if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))
     throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
-                     detail::shape_str(log_probs.shape()) + " and " + detail::shape_str(target.shape()));
+                     detail::shape_str(log_probs.shape()) + " and " +
+                     detail::shape_str(target.shape()));
   if (target.dtype() != kInt64)
-    throw RuntimeError(std::string("expected scalar type Long but found ") + dtype_legacy_name(target.dtype()));
+    throw RuntimeError(std::string("expected scalar type Long but found ") +
+                       dtype_legacy_name(target.dtype()));
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
   const Tensor t = target.contiguous().cpu();  // the check reads the classes on the host
   const int64_t* cls = t.data<int64_t>();
@@ -130,15 +140,17 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
   Tensor out;
   {
     NoGradGuard values_only;
-    out = neg(div(sum(where(picked, log_probs, scalar_tensor(0, log_probs.dtype()))), scalar_tensor(static_cast<double>(N), log_probs.dtype())));
+    out = neg(div(sum(where(picked, log_probs, scalar_tensor(0, log_probs.dtype()))),
+                  scalar_tensor(static_cast<double>(N), log_probs.dtype())));
   }
   if (detail::should_record({&log_probs})) {
-    detail::record(out, "NllLossBackward0", {log_probs},
-                   [picked, N](const Tensor& g) {
-                     const Tensor each = div(neg(g), scalar_tensor(static_cast<double>(N), g.dtype()));
-                     return std::vector<Tensor>{where(picked, each, scalar_tensor(0, g.dtype()))};
-                   },
-                   static_cast<double>(N), static_cast<double>(N));
+    detail::record(
+        out, "NllLossBackward0", {log_probs},
+        [picked, N](const Tensor& g) {
+          const Tensor each = div(neg(g), scalar_tensor(static_cast<double>(N), g.dtype()));
+          return std::vector<Tensor>{where(picked, each, scalar_tensor(0, g.dtype()))};
+        },
+        static_cast<double>(N), static_cast<double>(N));
   }
   return out;
 }

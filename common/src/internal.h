@@ -37,8 +37,8 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape);
 /// A loop over N operands reduced to its essentials: size-1 dimensions dropped, and neighbours
 /// that are contiguous in every operand merged. `empty` when the shape holds no element.
 template <size_t N> struct CoalescedLoop {
-  std::vector<int64_t> sizes;                ///< the remaining dimensions, outermost first
-  std::vector<std::array<int64_t, N>> steps; ///< per dimension, each operand's stride
+  std::vector<int64_t> sizes;                 ///< the remaining dimensions, outermost first
+  std::vector<std::array<int64_t, N>> steps;  ///< per dimension, each operand's stride
   bool empty = false;
 };
 
@@ -84,7 +84,8 @@ template <int N> struct LoopGeometry {
   static LoopGeometry from(const CoalescedLoop<N>& loop) {
     if (loop.sizes.size() > static_cast<size_t>(kMaxDims))
       throw RuntimeError("CUDA kernels take at most " + std::to_string(kMaxDims) +
-                         " non-mergeable dimensions; this op has " + std::to_string(loop.sizes.size()));
+                         " non-mergeable dimensions; this op has " +
+                         std::to_string(loop.sizes.size()));
     LoopGeometry g;
     g.ndim = static_cast<int>(loop.sizes.size());
     for (int d = 0; d < g.ndim; ++d) {

@@ -21,8 +21,8 @@ namespace {
 std::atomic<bool> g_allow_tf32{false};  // torch.set_float32_matmul_precision("highest")
 
 std::string mat_shapes(int64_t r1, int64_t c1, int64_t r2, int64_t c2) {
-  return "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(r1) + "x" + std::to_string(c1) + " and " +
-         std::to_string(r2) + "x" + std::to_string(c2) + ")";
+  return "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(r1) + "x" +
+         std::to_string(c1) + " and " + std::to_string(r2) + "x" + std::to_string(c2) + ")";
 }
 
 // Checks torch.matmul's requirements, raising PyTorch's messages; both the plain and the recorded
@@ -37,14 +37,15 @@ void check_matmul(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool) throw TypeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
   if (a.dim() == 1 && b.dim() == 1) {
     if (a.size(0) != b.size(0))
-      throw RuntimeError("inconsistent tensor size, expected tensor [" +
-                         std::to_string(a.size(0)) + "] and src [" + std::to_string(b.size(0)) +
+      throw RuntimeError("inconsistent tensor size, expected tensor [" + std::to_string(a.size(0)) +
+                         "] and src [" + std::to_string(b.size(0)) +
                          "] to have the same number of elements, but got " +
                          std::to_string(a.size(0)) + " and " + std::to_string(b.size(0)) +
                          " elements respectively");
     return;
   }
-  const int64_t K = a.size(-1), K2 = b.dim() == 1 ? b.size(0) : b.size(-2), N = b.dim() == 1 ? 1 : b.size(-1);
+  const int64_t K = a.size(-1), K2 = b.dim() == 1 ? b.size(0) : b.size(-2),
+                N = b.dim() == 1 ? 1 : b.size(-1);
   if (K != K2) {
     // A batch times a matrix is folded into one matrix, and PyTorch reports the folded rows.
     const int64_t rows = b.dim() == 2 && a.dim() >= 2 ? a.numel() / std::max<int64_t>(K, 1)
@@ -80,31 +81,33 @@ using detail::SavedTensor;
 Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   Tensor out;
-  if (da == 1 && db == 1) out = product_values(a.detach().unsqueeze(0), b.detach().unsqueeze(1)).view({});
+  if (da == 1 && db == 1)
+    out = product_values(a.detach().unsqueeze(0), b.detach().unsqueeze(1)).view({});
   else if (db == 1) out = product_values(a, b.detach().unsqueeze(1)).view({a.size(0)});
   else out = product_values(a, b);
   if (!detail::should_record({&a, &b})) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1));
-  detail::record(out, name, {a, b},
-                 [sa, sb, ga, gb, da, db](const Tensor& g) {
-                   Tensor grad_a, grad_b;
-                   if (da == 1 && db == 1) {  // dot: d(a.b)/da = b
-                     if (ga) grad_a = mul(g, sb.unpack());
-                     if (gb) grad_b = mul(g, sa.unpack());
-                   } else if (db == 1) {  // mv: dA = outer(dy, b), db = A^T dy
-                     if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
-                     if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
-                   } else {  // mm, bmm
-                     // BEGIN SOLUTION ch03 matmul_backward
-                     if (ga) grad_a = matmul(g, sb.unpack().transpose(-2, -1));
-                     if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
-                     // END SOLUTION ch03 matmul_backward
-                   }
-                   return std::vector<Tensor>{grad_a, grad_b};
-                 },
-                 flops, flops * (ga + gb));
+  detail::record(
+      out, name, {a, b},
+      [sa, sb, ga, gb, da, db](const Tensor& g) {
+        Tensor grad_a, grad_b;
+        if (da == 1 && db == 1) {  // dot: d(a.b)/da = b
+          if (ga) grad_a = mul(g, sb.unpack());
+          if (gb) grad_b = mul(g, sa.unpack());
+        } else if (db == 1) {  // mv: dA = outer(dy, b), db = A^T dy
+          if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
+          if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
+        } else {  // mm, bmm
+          // BEGIN SOLUTION ch03 matmul_backward
+          if (ga) grad_a = matmul(g, sb.unpack().transpose(-2, -1));
+          if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
+          // END SOLUTION ch03 matmul_backward
+        }
+        return std::vector<Tensor>{grad_a, grad_b};
+      },
+      flops, flops * (ga + gb));
   return out;
 }
 
@@ -113,8 +116,9 @@ Tensor unsafe_view(const Tensor& t, const Shape& shape) {
   Tensor out = t.detach().view(shape);
   if (detail::should_record({&t})) {
     const Shape in = t.shape();
-    detail::record(out, "UnsafeViewBackward0", {t}, [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; },
-                   0, 0);
+    detail::record(
+        out, "UnsafeViewBackward0", {t},
+        [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; }, 0, 0);
   }
   return out;
 }
@@ -124,7 +128,9 @@ Tensor unsafe_view(const Tensor& t, const Shape& shape) {
 void set_float32_matmul_precision(const std::string& precision) {
   if (precision == "highest") g_allow_tf32.store(false);
   else if (precision == "high" || precision == "medium") g_allow_tf32.store(true);
-  else throw RuntimeError("Invalid precision '" + precision + "', expected one of 'highest', 'high', 'medium'");
+  else
+    throw RuntimeError("Invalid precision '" + precision +
+                       "', expected one of 'highest', 'high', 'medium'");
 }
 
 std::string float32_matmul_precision() { return g_allow_tf32.load() ? "high" : "highest"; }
@@ -150,15 +156,16 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
   const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
   const int64_t M = x.size(-2), Ny = y.size(-1);
-  const Shape batch =
-      broadcast_shapes(Shape(x.shape().begin(), x.shape().end() - 2), Shape(y.shape().begin(), y.shape().end() - 2));
+  const Shape batch = broadcast_shapes(Shape(x.shape().begin(), x.shape().end() - 2),
+                                       Shape(y.shape().begin(), y.shape().end() - 2));
   Shape xs = batch, ys = batch, out_shape = batch;
   xs.insert(xs.end(), {M, K});
   ys.insert(ys.end(), {K, Ny});
   out_shape.insert(out_shape.end(), {M, Ny});
   Tensor out;
   if (!detail::should_record({&x, &y})) {
-    out = product_values(x.expand(xs), y.expand(ys));  // the backend reads expanded operands in place
+    out =
+        product_values(x.expand(xs), y.expand(ys));  // the backend reads expanded operands in place
   } else {
     // The graph has PyTorch's shape: the batch flattened into one dimension, BmmBackward0.
     const int64_t nb = shape_numel(batch);

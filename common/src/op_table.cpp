@@ -13,8 +13,8 @@ namespace {
 
 // The row of op struct Op: its info, and its kernel on every backend.
 template <typename Op>
-OpEntry make_row(const char* name, const char* node, DTypeRule rule, AutocastClass autocast, double flops,
-                 const char* scalars) {
+OpEntry make_row(const char* name, const char* node, DTypeRule rule, AutocastClass autocast,
+                 double flops, const char* scalars) {
   OpEntry row{};
   row.info = OpInfo{name, Op::arity, node, rule, autocast, flops, Op::source, scalars};
   row.types = Op::types;
@@ -24,7 +24,8 @@ OpEntry make_row(const char* name, const char* node, DTypeRule rule, AutocastCla
   row.kernels[static_cast<int>(Device::Type::CUDA)] = &cuda::elementwise<Op>;
   row.derivative = node ? find_derivative(name) : nullptr;
   if (node && !row.derivative)
-    throw RuntimeError(std::string("op table: '") + name + "' names an autograd node but has no derivative");
+    throw RuntimeError(std::string("op table: '") + name +
+                       "' names an autograd node but has no derivative");
   return row;
 }
 
@@ -32,9 +33,9 @@ struct Table {
   OpEntry rows[static_cast<int>(OpId::kCount)];
 
   Table() {
-#define TINY_OP_ROW(NAME, OP, NODE, RULE, AUTOCAST, FLOPS, SCALARS)                            \
-  rows[static_cast<int>(OpId::NAME)] = make_row<ops::OP>(#NAME, NODE, DTypeRule::RULE,         \
-                                                         AutocastClass::AUTOCAST, FLOPS, SCALARS);
+#define TINY_OP_ROW(NAME, OP, NODE, RULE, AUTOCAST, FLOPS, SCALARS) \
+  rows[static_cast<int>(OpId::NAME)] =                              \
+      make_row<ops::OP>(#NAME, NODE, DTypeRule::RULE, AutocastClass::AUTOCAST, FLOPS, SCALARS);
     TINY_OP_ROWS(TINY_OP_ROW)
 #undef TINY_OP_ROW
     // Where PyTorch's messages name something else than the op.

@@ -41,7 +41,8 @@ Tensor wrap(const Tensor& t, Scalar s) { return scalar_tensor(s, result_type(t, 
 ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
   const DType dt = result_type(a, b);
   if (is_integral(dt) && alpha.kind() == Scalar::Kind::Float)
-    throw RuntimeError("For integral input tensors, argument alpha must not be a floating point number.");
+    throw RuntimeError(
+        "For integral input tensors, argument alpha must not be a floating point number.");
   if (dt == kBool && alpha.kind() != Scalar::Kind::Bool && alpha.to_double() != 1)
     throw RuntimeError("Boolean alpha only supported for Boolean results.");
   return {alpha.to_double()};
@@ -49,8 +50,9 @@ ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
 
 void refuse_bool_sub(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool && b.dtype() == kBool)
-    throw TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                    "Use the `^` or `logical_xor()` operator instead.");
+    throw TypeError(
+        "Subtraction, the `-` operator, with two bool tensors is not supported. "
+        "Use the `^` or `logical_xor()` operator instead.");
 }
 
 // pow with a number: the common fixed exponents of a float run a cheaper kernel with the same
@@ -90,8 +92,8 @@ const char* type_meta_name(DType d) {
 void check_lerp_dtypes(const Tensor& start, const Tensor& end, const Tensor* weight) {
   auto check = [&](const Tensor& t, const char* what) {
     if (t.dtype() != start.dtype())
-      throw RuntimeError(std::string("expected dtype ") + type_meta_name(start.dtype()) + " for `" + what +
-                         "` but got dtype " + type_meta_name(t.dtype()));
+      throw RuntimeError(std::string("expected dtype ") + type_meta_name(start.dtype()) + " for `" +
+                         what + "` but got dtype " + type_meta_name(t.dtype()));
   };
   check(end, "end");
   if (weight) check(*weight, "weight");
@@ -100,10 +102,14 @@ void check_lerp_dtypes(const Tensor& start, const Tensor& end, const Tensor* wei
 // clamp's bounds: at least one, each taking part in promotion as a Python number does. With one
 // bound, clamp runs the one-sided kernel but is recorded as clamp (ClampBackward1), as in PyTorch;
 // the missing bound is infinite for the backward formula.
-detail::Call clamp_call(const OpId id, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
-  if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+detail::Call clamp_call(const OpId id, const Tensor& a, std::optional<Scalar> min,
+                        std::optional<Scalar> max) {
+  if (!min && !max)
+    throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   constexpr double inf = std::numeric_limits<double>::infinity();
-  detail::Call call{.op = row(id), .inputs = {&a}, .scalars = {min ? min->to_double() : -inf, max ? max->to_double() : inf},
+  detail::Call call{.op = row(id),
+                    .inputs = {&a},
+                    .scalars = {min ? min->to_double() : -inf, max ? max->to_double() : inf},
                     .numbers = {min, max}};
   if (!max) call.kernel = row(OpId::clamp_min);
   if (!min) call.kernel = row(OpId::clamp_max);
@@ -119,7 +125,9 @@ DType result_type(const Tensor& a, Scalar b) { return detail::result_type({&a}, 
 
 // ---- binary -------------------------------------------------------------------------------------
 
-Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) { return run(OpId::add, {&a, &b}, alpha_of(a, b, alpha)); }
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  return run(OpId::add, {&a, &b}, alpha_of(a, b, alpha));
+}
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   refuse_bool_sub(a, b);
   return run(OpId::sub, {&a, &b}, alpha_of(a, b, alpha));
@@ -150,12 +158,13 @@ Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value
 }
 Tensor addcdiv(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
   if (!is_floating(t1.dtype()) && !is_floating(t2.dtype()))
-    throw RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
-                       "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
-                       "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
-                       "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
-                       "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
-                       "for all dtypes.");
+    throw RuntimeError(
+        "Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+        "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+        "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
+        "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+        "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), "
+        "for all dtypes.");
   return run(OpId::addcdiv, {&a, &t1, &t2}, {value.to_double()});
 }
 
@@ -176,8 +185,12 @@ Tensor reciprocal(const Tensor& a) { return run(OpId::reciprocal, {&a}); }
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
   return detail::run(clamp_call(OpId::clamp, a, min, max));
 }
-Tensor clamp_min(const Tensor& a, Scalar min) { return detail::run(clamp_call(OpId::clamp_min, a, min, std::nullopt)); }
-Tensor clamp_max(const Tensor& a, Scalar max) { return detail::run(clamp_call(OpId::clamp_max, a, std::nullopt, max)); }
+Tensor clamp_min(const Tensor& a, Scalar min) {
+  return detail::run(clamp_call(OpId::clamp_min, a, min, std::nullopt));
+}
+Tensor clamp_max(const Tensor& a, Scalar max) {
+  return detail::run(clamp_call(OpId::clamp_max, a, std::nullopt, max));
+}
 
 // ---- comparisons --------------------------------------------------------------------------------
 
@@ -197,8 +210,12 @@ Tensor sub_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha
   refuse_bool_sub(a, b);
   return run_out(out, OpId::sub, {&a, &b}, alpha_of(a, b, alpha));
 }
-Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::mul, {&a, &b}); }
-Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::div, {&a, &b}); }
+Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::mul, {&a, &b});
+}
+Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::div, {&a, &b});
+}
 Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b) {
   refuse_negative_integer_powers(a, b);
   return run_out(out, OpId::pow, {&a, &b});
@@ -210,8 +227,12 @@ Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b) {
   call.out = &out;
   return detail::run(call);
 }
-Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::maximum, {&a, &b}); }
-Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::minimum, {&a, &b}); }
+Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::maximum, {&a, &b});
+}
+Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::minimum, {&a, &b});
+}
 Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, Scalar weight) {
   check_lerp_dtypes(start, end, nullptr);
   return run_out(out, OpId::lerp_scalar, {&start, &end}, {weight.to_double()});
@@ -220,10 +241,12 @@ Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, const
   check_lerp_dtypes(start, end, &weight);
   return run_out(out, OpId::lerp, {&start, &end, &weight});
 }
-Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2,
+                   Scalar value) {
   return run_out(out, OpId::addcmul, {&a, &t1, &t2}, {value.to_double()});
 }
-Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
+Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2,
+                   Scalar value) {
   return run_out(out, OpId::addcdiv, {&a, &t1, &t2}, {value.to_double()});
 }
 Tensor neg_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::neg, {&a}); }
@@ -237,18 +260,33 @@ Tensor gelu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::
 Tensor sigmoid_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::sigmoid, {&a}); }
 Tensor tanh_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::tanh, {&a}); }
 Tensor square_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::square, {&a}); }
-Tensor reciprocal_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::reciprocal, {&a}); }
-Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor reciprocal_out(const Tensor& out, const Tensor& a) {
+  return run_out(out, OpId::reciprocal, {&a});
+}
+Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min,
+                 std::optional<Scalar> max) {
   detail::Call call = clamp_call(OpId::clamp, a, min, max);
   call.out = &out;
   return detail::run(call);
 }
-Tensor eq_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::eq, {&a, &b}); }
-Tensor ne_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::ne, {&a, &b}); }
-Tensor lt_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::lt, {&a, &b}); }
-Tensor le_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::le, {&a, &b}); }
-Tensor gt_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::gt, {&a, &b}); }
-Tensor ge_out(const Tensor& out, const Tensor& a, const Tensor& b) { return run_out(out, OpId::ge, {&a, &b}); }
+Tensor eq_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::eq, {&a, &b});
+}
+Tensor ne_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::ne, {&a, &b});
+}
+Tensor lt_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::lt, {&a, &b});
+}
+Tensor le_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::le, {&a, &b});
+}
+Tensor gt_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::gt, {&a, &b});
+}
+Tensor ge_out(const Tensor& out, const Tensor& a, const Tensor& b) {
+  return run_out(out, OpId::ge, {&a, &b});
+}
 
 // ---- in-place forms -----------------------------------------------------------------------------
 
@@ -318,8 +356,10 @@ Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Device device = detail::op_device("where", {&condition, &a, &b});
   if (condition.dtype() != kBool)
-    throw TypeError(std::string("where expected condition to be a boolean tensor, but got a tensor with dtype ") +
-                    dtype_legacy_name(condition.dtype()));
+    throw TypeError(
+        std::string(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype ") +
+        dtype_legacy_name(condition.dtype()));
   const DType dt = result_type(a, b);
   const Shape shape = broadcast_shapes(condition.shape(), broadcast_shapes(a.shape(), b.shape()));
   Tensor out = empty(shape, dt, device);
@@ -327,7 +367,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     NoGradGuard plain;
     detail::backend(device).where(out, condition, a.to(dt), b.to(dt));
   }
-  detail::count_cost(0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
+  detail::count_cost(
+      0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
   if (detail::should_record({&a, &b})) {
     // The gradient goes to a where the condition holds and to b elsewhere.
     detail::SavedTensor c(condition);
@@ -350,7 +391,8 @@ namespace {
 // of a batch and is small next to them), then moved to the input's device.
 template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep keep) {
   detail::op_device(op, {&a});
-  if (a.dim() < 2) throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
+  if (a.dim() < 2)
+    throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
   const int64_t R = a.size(-2), C = a.size(-1);
   Tensor mask = empty({R, C}, kBool);
   bool* k = mask.data<bool>();
@@ -360,23 +402,26 @@ template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep k
 }
 
 // The gradient of a masked copy is the same mask (`same`: triu or tril) applied to the gradient.
-Tensor record_triangle(Tensor out, const Tensor& a, const char* name, Tensor (*same)(const Tensor&, int64_t),
-                       int64_t diagonal) {
+Tensor record_triangle(Tensor out, const Tensor& a, const char* name,
+                       Tensor (*same)(const Tensor&, int64_t), int64_t diagonal) {
   if (detail::should_record({&a}))
     detail::record(
-        out, name, {a}, [same, diagonal](const Tensor& g) { return std::vector<Tensor>{same(g, diagonal)}; }, 0, 0);
+        out, name, {a},
+        [same, diagonal](const Tensor& g) { return std::vector<Tensor>{same(g, diagonal)}; }, 0, 0);
   return out;
 }
 }  // namespace
 
 Tensor triu(const Tensor& a, int64_t diagonal) {
-  return record_triangle(triangle("triu", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i >= diagonal; }), a,
-                         "TriuBackward0", triu, diagonal);
+  return record_triangle(
+      triangle("triu", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i >= diagonal; }),
+      a, "TriuBackward0", triu, diagonal);
 }
 
 Tensor tril(const Tensor& a, int64_t diagonal) {
-  return record_triangle(triangle("tril", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i <= diagonal; }), a,
-                         "TrilBackward0", tril, diagonal);
+  return record_triangle(
+      triangle("tril", a.detach(), [diagonal](int64_t i, int64_t j) { return j - i <= diagonal; }),
+      a, "TrilBackward0", tril, diagonal);
 }
 
 // ---- whole-tensor comparisons -------------------------------------------------------------------
@@ -453,7 +498,9 @@ Tensor Tensor::relu() const { return tiny::relu(*this); }
 Tensor Tensor::sigmoid() const { return tiny::sigmoid(*this); }
 Tensor Tensor::tanh() const { return tiny::tanh(*this); }
 Tensor Tensor::square() const { return tiny::square(*this); }
-Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const { return tiny::clamp(*this, min, max); }
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return tiny::clamp(*this, min, max);
+}
 Tensor Tensor::sum() const { return tiny::sum(*this); }
 Tensor Tensor::sum(const std::vector<int64_t>& d, bool k) const { return tiny::sum(*this, d, k); }
 Tensor Tensor::mean() const { return tiny::mean(*this); }

@@ -17,7 +17,8 @@ namespace {
 Tensor as_float32(const Tensor& x, const char* op) {
   detail::op_device(op, {&x});
   if (!is_floating(x.dtype()))
-    throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(x.dtype()) + "'");
+    throw TypeError(std::string("\"") + op + "\" not implemented for '" +
+                    dtype_legacy_name(x.dtype()) + "'");
   return x.detach().to(kFloat32).contiguous().cpu();
 }
 }  // namespace
@@ -46,14 +47,15 @@ NvFp4Tensor nvfp4_quantize(const Tensor& x) {
   for (int64_t b = 0; b * B < n; ++b) {
     const int64_t lo = b * B, hi = std::min(n, lo + B);
     double block_amax = 0;
-    for (int64_t i = lo; i < hi; ++i) block_amax = std::max(block_amax, std::fabs(static_cast<double>(p[i])));
+    for (int64_t i = lo; i < hi; ++i)
+      block_amax = std::max(block_amax, std::fabs(static_cast<double>(p[i])));
     // The block's scale, in units of the tensor scale, stored as E4M3 (clamped to its range).
     const float wanted = static_cast<float>(block_amax / e2m1_max / q.tensor_scale);
     q.block_scales[b] = static_cast<uint8_t>(kFormatE4M3.encode(wanted, Overflow::Saturate));
     const double scale = kFormatE4M3.decode(q.block_scales[b]) * q.tensor_scale;
     for (int64_t i = lo; i < hi; ++i)
-      q.codes[i] = static_cast<uint8_t>(kFormatE2M1.encode(scale > 0 ? static_cast<float>(p[i] / scale) : 0.0f,
-                                                           Overflow::Saturate));
+      q.codes[i] = static_cast<uint8_t>(kFormatE2M1.encode(
+          scale > 0 ? static_cast<float>(p[i] / scale) : 0.0f, Overflow::Saturate));
   }
   return q;
 }
@@ -62,7 +64,8 @@ Tensor nvfp4_dequantize(const NvFp4Tensor& q) {
   Tensor out = empty(q.shape, kFloat32);
   float* o = out.data<float>();
   for (size_t i = 0; i < q.codes.size(); ++i) {
-    const double scale = kFormatE4M3.decode(q.block_scales[i / NvFp4Tensor::kBlock]) * q.tensor_scale;
+    const double scale =
+        kFormatE4M3.decode(q.block_scales[i / NvFp4Tensor::kBlock]) * q.tensor_scale;
     o[i] = static_cast<float>(kFormatE2M1.decode(q.codes[i]) * scale);
   }
   return out;
@@ -72,12 +75,14 @@ Tensor fp4_single_scale(const Tensor& x) {
   const Tensor in = as_float32(x, "fp4_single_scale");
   const float* p = in.data<float>();
   double amax = 0;
-  for (int64_t i = 0; i < in.numel(); ++i) amax = std::max(amax, std::fabs(static_cast<double>(p[i])));
+  for (int64_t i = 0; i < in.numel(); ++i)
+    amax = std::max(amax, std::fabs(static_cast<double>(p[i])));
   const double scale = amax > 0 ? amax / kFormatE2M1.info().max : 1.0;
   Tensor out = empty(in.shape(), kFloat32);
   float* o = out.data<float>();
   for (int64_t i = 0; i < in.numel(); ++i)
-    o[i] = static_cast<float>(kFormatE2M1.round(static_cast<float>(p[i] / scale), Overflow::Saturate) * scale);
+    o[i] = static_cast<float>(
+        kFormatE2M1.round(static_cast<float>(p[i] / scale), Overflow::Saturate) * scale);
   return out.to(x.device());
 }
 

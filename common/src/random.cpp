@@ -61,8 +61,8 @@ namespace {
 
 void require_floating(const char* op, DType dtype) {
   if (!is_floating(dtype))
-    throw TypeError(std::string("\"") + op + "\" not implemented for '" +
-                    dtype_legacy_name(dtype) + "'");
+    throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(dtype) +
+                    "'");
 }
 
 // Box-Muller over a block of 16 uniforms, in the element type: the first 8 are paired with the

@@ -21,7 +21,8 @@ std::vector<bool> reduced_dims(const Tensor& a, const std::vector<int64_t>& dims
     const int64_t w = wrap_dim(d, a.dim());
     if (a.dim() == 0) continue;
     if (reduce[w] && !dims.empty())
-      throw RuntimeError("dim " + std::to_string(w) + " appears multiple times in the list of dims");
+      throw RuntimeError("dim " + std::to_string(w) +
+                         " appears multiple times in the list of dims");
     reduce[w] = true;
   }
   return reduce;
@@ -45,14 +46,16 @@ int64_t reduced_count(const Tensor& a, const std::vector<bool>& reduce) {
 
 // The sum (divisor 1) or mean (divisor: the count) on the input's backend, in the result dtype:
 // the input's for floats (accumulated in float64), int64 for integers and bool.
-Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keepdim, double divisor) {
+Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keepdim,
+                     double divisor) {
   const Device device = detail::op_device("sum", {&a});
   Tensor acc;
   {
     NoGradGuard plain;
     acc = detail::backend(device).sum(a, reduce, divisor);
   }
-  detail::count_cost(static_cast<double>(a.numel()), static_cast<double>(a.nbytes() + acc.numel() * a.element_size()));
+  detail::count_cost(static_cast<double>(a.numel()),
+                     static_cast<double>(a.nbytes() + acc.numel() * a.element_size()));
   if (is_floating(a.dtype())) acc = acc.to(a.dtype());
   return acc.view(reduced_shape(a, reduce, keepdim));
 }
@@ -67,22 +70,24 @@ void require_floating_mean(const Tensor& a) {
 // The gradient of a sum reaches every element it added: the output's gradient, with the reduced
 // dimensions put back as size 1, broadcast over the input (the tape sums nothing here; it
 // expands). A mean is a sum divided by the count (`divisor`: 1 for a sum).
-Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& reduce, const char* name,
-                        double divisor) {
+Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& reduce,
+                        const char* name, double divisor) {
   if (!detail::should_record({&a})) return out;
   const Shape kept = reduced_shape(a, reduce, true), in = a.shape();
-  detail::record(out, name, {a},
-                 [kept, in, divisor](const Tensor& g) {
-                   Tensor spread = g.reshape(kept).expand(in);
-                   if (divisor != 1) spread = div(spread, scalar_tensor(divisor, g.dtype()));
-                   return std::vector<Tensor>{spread};
-                 },
-                 static_cast<double>(a.numel()), divisor != 1 ? static_cast<double>(a.numel()) : 0);
+  detail::record(
+      out, name, {a},
+      [kept, in, divisor](const Tensor& g) {
+        Tensor spread = g.reshape(kept).expand(in);
+        if (divisor != 1) spread = div(spread, scalar_tensor(divisor, g.dtype()));
+        return std::vector<Tensor>{spread};
+      },
+      static_cast<double>(a.numel()), divisor != 1 ? static_cast<double>(a.numel()) : 0);
   return out;
 }
 
 // Autocast runs sums in float32 (PyTorch's fp32 list); means run in their input's dtype.
-Tensor sum_impl(const Tensor& input, const std::vector<bool>& reduce, bool keepdim, const char* node) {
+Tensor sum_impl(const Tensor& input, const std::vector<bool>& reduce, bool keepdim,
+                const char* node) {
   const Tensor a = detail::autocast(input, AutocastClass::Float32);
   return record_reduction(reduce_values(a, reduce, keepdim, 1.0), a, reduce, node, 1.0);
 }
@@ -96,11 +101,15 @@ Tensor mean_impl(const Tensor& a, const std::vector<bool>& reduce, bool keepdim,
 
 }  // namespace
 
-Tensor sum(const Tensor& a) { return sum_impl(a, std::vector<bool>(a.dim(), true), false, "SumBackward0"); }
+Tensor sum(const Tensor& a) {
+  return sum_impl(a, std::vector<bool>(a.dim(), true), false, "SumBackward0");
+}
 Tensor sum(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   return sum_impl(a, reduced_dims(a, dims), keepdim, "SumBackward1");
 }
-Tensor mean(const Tensor& a) { return mean_impl(a, std::vector<bool>(a.dim(), true), false, "MeanBackward0"); }
+Tensor mean(const Tensor& a) {
+  return mean_impl(a, std::vector<bool>(a.dim(), true), false, "MeanBackward0");
+}
 Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
   return mean_impl(a, reduced_dims(a, dims), keepdim, "MeanBackward1");
 }
@@ -108,8 +117,9 @@ Tensor mean(const Tensor& a, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor max(const Tensor& a) {
   detail::op_device("max", {&a});
   if (a.numel() == 0)
-    throw RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
-                       "Specify the reduction dim with the 'dim' argument.");
+    throw RuntimeError(
+        "max(): Expected reduction dim to be specified for input.numel() == 0. "
+        "Specify the reduction dim with the 'dim' argument.");
   Tensor out;
   {
     NoGradGuard inside;  // recorded below as one node
@@ -119,12 +129,13 @@ Tensor max(const Tensor& a) {
     // Every element equal to the maximum shares its gradient (ties split evenly), as PyTorch's
     // max() does.
     detail::SavedTensor sa(a), so(out);
-    detail::record(out, "MaxBackward1", {a},
-                   [sa, so](const Tensor& g) {
-                     const Tensor hit = eq(sa.unpack(), so.unpack()).to(g.dtype());
-                     return std::vector<Tensor>{mul(hit, div(g, sum(hit)))};
-                   },
-                   static_cast<double>(a.numel()), static_cast<double>(a.numel()));
+    detail::record(
+        out, "MaxBackward1", {a},
+        [sa, so](const Tensor& g) {
+          const Tensor hit = eq(sa.unpack(), so.unpack()).to(g.dtype());
+          return std::vector<Tensor>{mul(hit, div(g, sum(hit)))};
+        },
+        static_cast<double>(a.numel()), static_cast<double>(a.numel()));
   }
   return out;
 }
@@ -135,7 +146,8 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   const Tensor x = (a.dim() == 0 ? a.reshape({1}) : a).detach();
   const int64_t n = x.shape()[dim];
   if (n == 0)
-    throw IndexError("max(): Expected reduction dim " + std::to_string(dim) + " to have non-zero size.");
+    throw IndexError("max(): Expected reduction dim " + std::to_string(dim) +
+                     " to have non-zero size.");
   // Move the reduced dimension last and make rows of it.
   std::vector<int64_t> order;
   for (int64_t d = 0; d < x.dim(); ++d)
@@ -156,13 +168,14 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
     const Shape kept = a.dim() == 0 ? Shape{} : reduced_shape(x, reduce, true), in = a.shape();
     Shape positions_shape(static_cast<size_t>(x.dim()), 1);
     positions_shape[dim] = n;
-    detail::record(r.values, "MaxBackward0", {a},
-                   [where_from, kept, in, positions_shape, n](const Tensor& g) {
-                     const Tensor positions = arange(n, std::nullopt, g.device()).view(positions_shape);
-                     const Tensor hit = eq(positions, where_from.reshape(kept)).to(g.dtype());
-                     return std::vector<Tensor>{mul(hit, g.reshape(kept)).reshape(in)};
-                   },
-                   static_cast<double>(a.numel()), 0);
+    detail::record(
+        r.values, "MaxBackward0", {a},
+        [where_from, kept, in, positions_shape, n](const Tensor& g) {
+          const Tensor positions = arange(n, std::nullopt, g.device()).view(positions_shape);
+          const Tensor hit = eq(positions, where_from.reshape(kept)).to(g.dtype());
+          return std::vector<Tensor>{mul(hit, g.reshape(kept)).reshape(in)};
+        },
+        static_cast<double>(a.numel()), 0);
   }
   return r;
 }

@@ -83,8 +83,9 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   Strides strides = strides_;
   std::swap(shape[d0], shape[d1]);
   std::swap(strides[d0], strides[d1]);
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "TransposeBackward0",
-                  [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "TransposeBackward0",
+                             [d0, d1](const Tensor& g) { return g.transpose(d0, d1); });
 }
 
 Tensor Tensor::T() const {
@@ -96,8 +97,8 @@ Tensor Tensor::T() const {
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   if (static_cast<int64_t>(order.size()) != dim())
     throw RuntimeError("permute(): number of dims don't match in permute (the tensor has " +
-                       std::to_string(dim()) + ", the order names " +
-                       std::to_string(order.size()) + ")");
+                       std::to_string(dim()) + ", the order names " + std::to_string(order.size()) +
+                       ")");
   Shape shape(dim());
   Strides strides(dim());
   std::vector<bool> seen(dim(), false);
@@ -110,14 +111,16 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     strides[i] = strides_[d];
     inverse[d] = i;
   }
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "PermuteBackward0",
-                  [inverse](const Tensor& g) { return g.permute(inverse); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "PermuteBackward0",
+                             [inverse](const Tensor& g) { return g.permute(inverse); });
 }
 
 Tensor Tensor::select(int64_t d, int64_t i) const {
   if (dim() == 0)
-    throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                     "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+    throw IndexError(
+        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+        "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
   d = wrap_dim(d, dim());
   const int64_t n = shape_[d];
   if (i < -n || i >= n)
@@ -130,10 +133,11 @@ Tensor Tensor::select(int64_t d, int64_t i) const {
   strides.erase(strides.begin() + d);
   const Shape base = shape_;
   const DType dt = dtype_;
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]), *this,
-                  "SelectBackward0", [base, dt, d, i](const Tensor& g) {
-                    return detail::scatter_into_zeros(g, base, dt, [d, i](const Tensor& z) { return z.select(d, i); });
-                  });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]),
+                             *this, "SelectBackward0", [base, dt, d, i](const Tensor& g) {
+                               return detail::scatter_into_zeros(
+                                   g, base, dt, [d, i](const Tensor& z) { return z.select(d, i); });
+                             });
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int64_t> stop,
@@ -156,11 +160,12 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   strides[d] = strides_[d] * step;
   const Shape base = shape_;
   const DType dt = dtype_;
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]), *this,
-                  "SliceBackward0", [base, dt, d, b, e, step](const Tensor& g) {
-                    return detail::scatter_into_zeros(
-                        g, base, dt, [d, b, e, step](const Tensor& z) { return z.slice(d, b, e, step); });
-                  });
+  return detail::record_view(
+      Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]), *this, "SliceBackward0",
+      [base, dt, d, b, e, step](const Tensor& g) {
+        return detail::scatter_into_zeros(
+            g, base, dt, [d, b, e, step](const Tensor& z) { return z.slice(d, b, e, step); });
+      });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -168,9 +173,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   const int64_t n = shape_[d];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start + length > n)
-    throw IndexError("start (" + std::to_string(start) + ") + length (" +
-                     std::to_string(length) + ") exceeds dimension size (" + std::to_string(n) +
-                     ").");
+    throw IndexError("start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
+                     ") exceeds dimension size (" + std::to_string(n) + ").");
   return slice(d, start, start + length);
 }
 
@@ -228,7 +232,7 @@ Tensor Tensor::expand(const Shape& shape) const {
   }
   // The gradient of a broadcast is summed back by the tape (see autograd_internal.h).
   return detail::record_view(Tensor(storage_, dtype_, out_shape, out_strides, offset_), *this,
-                  "ExpandBackward0", [](const Tensor& g) { return g; });
+                             "ExpandBackward0", [](const Tensor& g) { return g; });
 }
 
 Tensor Tensor::squeeze() const {
@@ -240,8 +244,8 @@ Tensor Tensor::squeeze() const {
     strides.push_back(strides_[d]);
   }
   const Shape in = shape_;
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "SqueezeBackward0",
-                  [in](const Tensor& g) { return g.reshape(in); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "SqueezeBackward0", [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -251,8 +255,8 @@ Tensor Tensor::squeeze(int64_t d) const {
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "SqueezeBackward1",
-                  [d](const Tensor& g) { return g.unsqueeze(d); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "SqueezeBackward1", [d](const Tensor& g) { return g.unsqueeze(d); });
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -262,15 +266,16 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t stride = d >= dim() ? 1 : shape_[d] * strides_[d];
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "UnsqueezeBackward0",
-                  [d](const Tensor& g) { return g.squeeze(d); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "UnsqueezeBackward0", [d](const Tensor& g) { return g.squeeze(d); });
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (dim() == 0) return reshape({1});
   start = wrap_dim(start, dim());
   end = wrap_dim(end, dim());
-  if (start > end) throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (start > end)
+    throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
   Shape shape(shape_.begin(), shape_.begin() + start);
   int64_t merged = 1;
   for (int64_t d = start; d <= end; ++d) merged *= shape_[d];
@@ -287,8 +292,8 @@ Tensor Tensor::view(const Shape& shape) const {
         "view size is not compatible with input tensor's size and stride (at least one "
         "dimension spans across two contiguous subspaces). Use .reshape(...) instead.");
   const Shape in = shape_;
-  return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this, "ViewBackward0",
-                  [in](const Tensor& g) { return g.reshape(in); });
+  return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this,
+                             "ViewBackward0", [in](const Tensor& g) { return g.reshape(in); });
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
@@ -298,10 +303,11 @@ Tensor Tensor::reshape(const Shape& shape) const {
   // PyTorch 1.13 names the two cases differently: an alias when a view works, an "unsafe view"
   // of a clone when the strides force a copy.
   if (auto strides = view_strides(shape_, strides_, target))
-    return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this, "ReshapeAliasBackward0", back);
+    return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this,
+                               "ReshapeAliasBackward0", back);
   const Tensor copy = clone();
-  return detail::record_view(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0), copy,
-                  "UnsafeViewBackward0", back);
+  return detail::record_view(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0),
+                             copy, "UnsafeViewBackward0", back);
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }

@@ -20,7 +20,8 @@ std::optional<std::string> csv_dir_from_args(int argc, char** argv);
 
 /// A chapter's main(): reads the command line, runs `body` with the CSV directory (if any),
 /// and turns an exception into "error: <message>" on stderr and exit status 1.
-int run_chapter(int argc, char** argv, const std::function<void(const std::optional<std::string>& csv_dir)>& body);
+int run_chapter(int argc, char** argv,
+                const std::function<void(const std::optional<std::string>& csv_dir)>& body);
 
 /// A CSV file with a header row; each row() call writes one line. Floating-point numbers are
 /// written as Python's repr writes them: the shortest digits that read back exactly.
@@ -34,10 +35,16 @@ class CsvFile {
     size_t i = 0;
     auto field = [](const auto& v) {
       if constexpr (std::is_floating_point_v<std::decay_t<decltype(v)>>) return repr(v);
-      else { std::ostringstream f; f << v; return f.str(); }
+      else {
+        std::ostringstream f;
+        f << v;
+        return f.str();
+      }
     };
     ((line << (i++ ? "," : "") << field(values)), ...);
-    if (i != columns_) throw ValueError("CSV row has " + std::to_string(i) + " values, header has " + std::to_string(columns_));
+    if (i != columns_)
+      throw ValueError("CSV row has " + std::to_string(i) + " values, header has " +
+                       std::to_string(columns_));
     out_ << line.str() << '\n';
   }
   /// The path written.

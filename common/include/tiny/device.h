@@ -54,12 +54,12 @@ void require_device(int i = 0);
 
 /// What torch.cuda.get_device_properties(i) reports.
 struct DeviceProperties {
-  std::string name;             ///< the product name, "NVIDIA H200"
-  int major = 0;                ///< compute capability, major (9 for Hopper)
-  int minor = 0;                ///< compute capability, minor
-  int64_t total_memory = 0;     ///< bytes of device memory
+  std::string name;               ///< the product name, "NVIDIA H200"
+  int major = 0;                  ///< compute capability, major (9 for Hopper)
+  int minor = 0;                  ///< compute capability, minor
+  int64_t total_memory = 0;       ///< bytes of device memory
   int multi_processor_count = 0;  ///< streaming multiprocessors: the units that run blocks
-  int64_t l2_cache_size = 0;    ///< bytes of L2 cache
+  int64_t l2_cache_size = 0;      ///< bytes of L2 cache
   /// PyTorch's printed form: `_CudaDeviceProperties(name='...', major=9, minor=0,
   /// total_memory=143167MB, multi_processor_count=132)`.
   std::string str() const;

@@ -76,13 +76,9 @@ template <DType D> struct dtype_cpp;
 /// The dtype whose elements are the C++ type T (undefined for other types).
 template <typename T> struct dtype_of_cpp;
 /// \cond INTERNAL
-#define TINY_DTYPE_CPP(NAME, CPP, STR, LEGACY, RANK)             \
-  template <> struct dtype_cpp<DType::NAME> {                    \
-    using type = CPP;                                            \
-  };                                                             \
-  template <> struct dtype_of_cpp<CPP> {                         \
-    static constexpr DType value = DType::NAME;                  \
-  };
+#define TINY_DTYPE_CPP(NAME, CPP, STR, LEGACY, RANK)               \
+  template <> struct dtype_cpp<DType::NAME> { using type = CPP; }; \
+  template <> struct dtype_of_cpp<CPP> { static constexpr DType value = DType::NAME; };
 TINY_FORALL_DTYPES(TINY_DTYPE_CPP)
 #undef TINY_DTYPE_CPP
 /// \endcond
@@ -92,14 +88,14 @@ template <typename T> constexpr DType dtype_of() { return dtype_of_cpp<T>::value
 
 /// The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
 template <typename T>
-using opmath_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using opmath_t =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 /// Calls `f.template operator()<T>()` with T the C++ element type of `dtype`: the one place
 /// where a runtime dtype becomes a compile-time type.
 /// \cond INTERNAL
 #define TINY_DTYPE_CASE(NAME, CPP, STR, LEGACY, RANK) \
-  case DType::NAME:                                   \
-    return f.template operator()<CPP>();
+  case DType::NAME: return f.template operator()<CPP>();
 /// \endcond
 template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
   switch (dtype) { TINY_FORALL_DTYPES(TINY_DTYPE_CASE) }
@@ -117,7 +113,8 @@ template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* 
     case DType::BFloat16: return f.template operator()<BFloat16>();
     default: break;
   }
-  throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(dtype) + "'");
+  throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(dtype) +
+                  "'");
 }
 
 }  // namespace tiny

@@ -26,8 +26,12 @@ Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& re
 /// einsum({q, k}, "batch query dim, batch key dim -> batch query key").
 Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern);
 /// einsum of one tensor.
-inline Tensor einsum(const Tensor& a, const std::string& pattern) { return einsum(std::vector<Tensor>{a}, pattern); }
+inline Tensor einsum(const Tensor& a, const std::string& pattern) {
+  return einsum(std::vector<Tensor>{a}, pattern);
+}
 /// einsum of two tensors, in einops' argument order.
-inline Tensor einsum(const Tensor& a, const Tensor& b, const std::string& pattern) { return einsum(std::vector<Tensor>{a, b}, pattern); }
+inline Tensor einsum(const Tensor& a, const Tensor& b, const std::string& pattern) {
+  return einsum(std::vector<Tensor>{a, b}, pattern);
+}
 
 }  // namespace tiny

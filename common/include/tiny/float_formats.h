@@ -55,8 +55,8 @@ TINY_HD inline uint16_t float_to_half_bits(float f) {
 TINY_HD inline float half_bits_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;
-  const uint32_t normal = (em << 13) + (112u << 23);                      // rebias 15 -> 127
-  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);           // inf and NaN
+  const uint32_t normal = (em << 13) + (112u << 23);             // rebias 15 -> 127
+  const uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);  // inf and NaN
   // Subnormal: the mantissa counts units of 2^-24, which float32 holds exactly.
   const uint32_t subnormal = bits_of(static_cast<float>(em) * 5.9604644775390625e-08f);
   uint32_t r = em >= 0x0400u ? normal : subnormal;
@@ -80,7 +80,7 @@ TINY_HD inline float bfloat16_bits_to_float(uint16_t b) {
 /// A float16 value in memory. Converts to and from float32; arithmetic happens in float32.
 struct Half {
   uint16_t bits = 0;  ///< the 16-bit pattern
-  Half() = default;    ///< +0
+  Half() = default;   ///< +0
   /// Rounds a float32 to the nearest value (ties to even).
   TINY_HD Half(float f) : bits(float_to_half_bits(f)) {}  // NOLINT: implicit, like a float type
   /// The exact float32 value.
@@ -95,8 +95,8 @@ struct Half {
 
 /// A bfloat16 value in memory. Converts to and from float32; arithmetic happens in float32.
 struct BFloat16 {
-  uint16_t bits = 0;  ///< the 16-bit pattern
-  BFloat16() = default;    ///< +0
+  uint16_t bits = 0;     ///< the 16-bit pattern
+  BFloat16() = default;  ///< +0
   /// Rounds a float32 to the nearest value (ties to even).
   TINY_HD BFloat16(float f) : bits(float_to_bfloat16_bits(f)) {}  // NOLINT
   /// The exact float32 value.
@@ -121,9 +121,9 @@ enum class Overflow {
 
 /// How a format spends its all-ones exponent.
 enum class Specials {
-  IEEE,           ///< all-ones exponent: infinity (mantissa 0) or NaN (float32/16, bf16, E5M2)
-  AllOnesIsNaN,   ///< only the all-ones pattern is NaN, no infinity ("fn": float8_e4m3fn)
-  None,           ///< every pattern is a finite number (FP4 E2M1)
+  IEEE,          ///< all-ones exponent: infinity (mantissa 0) or NaN (float32/16, bf16, E5M2)
+  AllOnesIsNaN,  ///< only the all-ones pattern is NaN, no infinity ("fn": float8_e4m3fn)
+  None,          ///< every pattern is a finite number (FP4 E2M1)
 };
 
 /// The limits of a format, as torch.finfo reports them, all derived from the bit layout.
@@ -156,16 +156,20 @@ struct FloatFormat {
   /// The pattern nearest to `x` (ties to even), with `overflow` deciding out-of-range values.
   uint32_t encode(float x, Overflow overflow = Overflow::NonFinite) const;
   /// decode(encode(x)): `x` as this format would store it.
-  double round(float x, Overflow overflow = Overflow::NonFinite) const { return decode(encode(x, overflow)); }
+  double round(float x, Overflow overflow = Overflow::NonFinite) const {
+    return decode(encode(x, overflow));
+  }
   /// The format's limits.
   FInfo info() const;
 };
 
-inline constexpr FloatFormat kFormatFloat32{"float32", 8, 23, Specials::IEEE};        ///< IEEE single
-inline constexpr FloatFormat kFormatFloat16{"float16", 5, 10, Specials::IEEE};        ///< IEEE half
-inline constexpr FloatFormat kFormatBFloat16{"bfloat16", 8, 7, Specials::IEEE};       ///< brain float
-inline constexpr FloatFormat kFormatE4M3{"float8_e4m3fn", 4, 3, Specials::AllOnesIsNaN};  ///< fp8, more precision
-inline constexpr FloatFormat kFormatE5M2{"float8_e5m2", 5, 2, Specials::IEEE};        ///< fp8, more range
-inline constexpr FloatFormat kFormatE2M1{"float4_e2m1", 2, 1, Specials::None};        ///< fp4 (NVFP4's values)
+inline constexpr FloatFormat kFormatFloat32{"float32", 8, 23, Specials::IEEE};   ///< IEEE single
+inline constexpr FloatFormat kFormatFloat16{"float16", 5, 10, Specials::IEEE};   ///< IEEE half
+inline constexpr FloatFormat kFormatBFloat16{"bfloat16", 8, 7, Specials::IEEE};  ///< brain float
+inline constexpr FloatFormat kFormatE4M3{"float8_e4m3fn", 4, 3,
+                                         Specials::AllOnesIsNaN};  ///< fp8, more precision
+inline constexpr FloatFormat kFormatE5M2{"float8_e5m2", 5, 2, Specials::IEEE};  ///< fp8, more range
+inline constexpr FloatFormat kFormatE2M1{"float4_e2m1", 2, 1,
+                                         Specials::None};  ///< fp4 (NVFP4's values)
 
 }  // namespace tiny

@@ -38,9 +38,9 @@ inline constexpr double kAdamWFloat32BytesPerParam = 4 + 4 + 8;
 
 /// A datasheet's peak matmul throughput for one accelerator.
 struct Promise {
-  const char* device;  ///< "H100 SXM", "A100"
-  DType dtype;         ///< the input type the number is for
-  double flop_per_sec; ///< dense peak, FLOP/s
+  const char* device;   ///< "H100 SXM", "A100"
+  DType dtype;          ///< the input type the number is for
+  double flop_per_sec;  ///< dense peak, FLOP/s
 };
 
 /// The peak dense matmul FLOP/s a datasheet promises for `device` ("H100", "H200" or "A100") in

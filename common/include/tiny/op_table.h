@@ -36,14 +36,14 @@ enum class AutocastClass {
 
 /// One row of the op table.
 struct OpInfo {
-  const char* name;          ///< PyTorch's name: "add", "addcmul", "pow"
-  int arity;                 ///< tensor inputs
-  const char* node;          ///< PyTorch's autograd node, "AddBackward0" (null: not differentiable)
-  DTypeRule dtype_rule;      ///< how the result's dtype is chosen
-  AutocastClass autocast;    ///< what autocast does to its inputs
-  double flops;              ///< FLOPs per output element (the convention: 1 per add or multiply)
-  const char* source;        ///< the per-element expression: inputs x, y, z; scalars a, b; type T
-  const char* scalars;       ///< what a and b mean, "alpha", "value", "min, max" ("" for none)
+  const char* name;        ///< PyTorch's name: "add", "addcmul", "pow"
+  int arity;               ///< tensor inputs
+  const char* node;        ///< PyTorch's autograd node, "AddBackward0" (null: not differentiable)
+  DTypeRule dtype_rule;    ///< how the result's dtype is chosen
+  AutocastClass autocast;  ///< what autocast does to its inputs
+  double flops;            ///< FLOPs per output element (the convention: 1 per add or multiply)
+  const char* source;      ///< the per-element expression: inputs x, y, z; scalars a, b; type T
+  const char* scalars;     ///< what a and b mean, "alpha", "value", "min, max" ("" for none)
 };
 
 /// Every row, in table order.

@@ -33,10 +33,10 @@ DType result_type(const Tensor& a, Scalar s);
 // ---- elementwise, binary ------------------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a + alpha * b
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< a - alpha * b
-Tensor mul(const Tensor& a, const Tensor& b);  ///< a * b
-Tensor div(const Tensor& a, const Tensor& b);  ///< a / b, true division (integers give float32)
-Tensor pow(const Tensor& a, const Tensor& b);  ///< a ** b
-Tensor pow(const Tensor& a, Scalar b);         ///< a ** b
+Tensor mul(const Tensor& a, const Tensor& b);                    ///< a * b
+Tensor div(const Tensor& a, const Tensor& b);      ///< a / b, true division (integers give float32)
+Tensor pow(const Tensor& a, const Tensor& b);      ///< a ** b
+Tensor pow(const Tensor& a, Scalar b);             ///< a ** b
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< elementwise max (NaN propagates)
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< elementwise min (NaN propagates)
 /// start + weight * (end - start), as one fused multiply-add (exactly `end` at weight 1).
@@ -49,17 +49,17 @@ Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value
 Tensor addcdiv(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);
 
 // ---- elementwise, unary (integers and bool are computed as float32 where the result is) ----
-Tensor neg(const Tensor& a);      ///< -a
-Tensor abs(const Tensor& a);      ///< |a|
-Tensor sqrt(const Tensor& a);     ///< square root
-Tensor rsqrt(const Tensor& a);    ///< 1 / sqrt(a)
-Tensor exp(const Tensor& a);      ///< e^a
-Tensor log(const Tensor& a);      ///< natural logarithm
-Tensor relu(const Tensor& a);     ///< max(a, 0), same dtype
-Tensor gelu(const Tensor& a);     ///< a * Phi(a), the exact (erf) form, PyTorch's default
-Tensor sigmoid(const Tensor& a);  ///< 1 / (1 + e^-a)
-Tensor tanh(const Tensor& a);     ///< hyperbolic tangent
-Tensor square(const Tensor& a);   ///< a * a (recorded as PyTorch records it: PowBackward0)
+Tensor neg(const Tensor& a);         ///< -a
+Tensor abs(const Tensor& a);         ///< |a|
+Tensor sqrt(const Tensor& a);        ///< square root
+Tensor rsqrt(const Tensor& a);       ///< 1 / sqrt(a)
+Tensor exp(const Tensor& a);         ///< e^a
+Tensor log(const Tensor& a);         ///< natural logarithm
+Tensor relu(const Tensor& a);        ///< max(a, 0), same dtype
+Tensor gelu(const Tensor& a);        ///< a * Phi(a), the exact (erf) form, PyTorch's default
+Tensor sigmoid(const Tensor& a);     ///< 1 / (1 + e^-a)
+Tensor tanh(const Tensor& a);        ///< hyperbolic tangent
+Tensor square(const Tensor& a);      ///< a * a (recorded as PyTorch records it: PowBackward0)
 Tensor reciprocal(const Tensor& a);  ///< 1 / a
 /// Each element limited to [min, max]; either bound may be left out (not both). NaN stays NaN,
 /// and with min > max every element becomes max, as in PyTorch.
@@ -78,32 +78,39 @@ Tensor ge(const Tensor& a, const Tensor& b);  ///< a >= b
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 
 // ---- the out= forms ---------------------------------------------------------------------
-Tensor add_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< out = a + alpha b
-Tensor sub_out(const Tensor& out, const Tensor& a, const Tensor& b, Scalar alpha = 1);  ///< out = a - alpha b
-Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a * b
-Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a / b
-Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = a ** b
-Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b);         ///< out = a ** b
+Tensor add_out(const Tensor& out, const Tensor& a, const Tensor& b,
+               Scalar alpha = 1);  ///< out = a + alpha b
+Tensor sub_out(const Tensor& out, const Tensor& a, const Tensor& b,
+               Scalar alpha = 1);                                         ///< out = a - alpha b
+Tensor mul_out(const Tensor& out, const Tensor& a, const Tensor& b);      ///< out = a * b
+Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b);      ///< out = a / b
+Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b);      ///< out = a ** b
+Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b);             ///< out = a ** b
 Tensor maximum_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = maximum(a, b)
 Tensor minimum_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = minimum(a, b)
-Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, Scalar weight);  ///< out = lerp(...)
-Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight);  ///< out = lerp(...)
-Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);  ///< out = addcmul(...)
-Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value = 1);  ///< out = addcdiv(...)
-Tensor neg_out(const Tensor& out, const Tensor& a);      ///< out = -a
-Tensor abs_out(const Tensor& out, const Tensor& a);      ///< out = |a|
-Tensor sqrt_out(const Tensor& out, const Tensor& a);     ///< out = sqrt(a)
-Tensor rsqrt_out(const Tensor& out, const Tensor& a);    ///< out = rsqrt(a)
-Tensor exp_out(const Tensor& out, const Tensor& a);      ///< out = exp(a)
-Tensor log_out(const Tensor& out, const Tensor& a);      ///< out = log(a)
-Tensor relu_out(const Tensor& out, const Tensor& a);     ///< out = relu(a)
-Tensor gelu_out(const Tensor& out, const Tensor& a);     ///< out = gelu(a)
-Tensor sigmoid_out(const Tensor& out, const Tensor& a);  ///< out = sigmoid(a)
-Tensor tanh_out(const Tensor& out, const Tensor& a);     ///< out = tanh(a)
-Tensor square_out(const Tensor& out, const Tensor& a);   ///< out = a * a
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end,
+                Scalar weight);  ///< out = lerp(...)
+Tensor lerp_out(const Tensor& out, const Tensor& start, const Tensor& end,
+                const Tensor& weight);  ///< out = lerp(...)
+Tensor addcmul_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2,
+                   Scalar value = 1);  ///< out = addcmul(...)
+Tensor addcdiv_out(const Tensor& out, const Tensor& a, const Tensor& t1, const Tensor& t2,
+                   Scalar value = 1);                       ///< out = addcdiv(...)
+Tensor neg_out(const Tensor& out, const Tensor& a);         ///< out = -a
+Tensor abs_out(const Tensor& out, const Tensor& a);         ///< out = |a|
+Tensor sqrt_out(const Tensor& out, const Tensor& a);        ///< out = sqrt(a)
+Tensor rsqrt_out(const Tensor& out, const Tensor& a);       ///< out = rsqrt(a)
+Tensor exp_out(const Tensor& out, const Tensor& a);         ///< out = exp(a)
+Tensor log_out(const Tensor& out, const Tensor& a);         ///< out = log(a)
+Tensor relu_out(const Tensor& out, const Tensor& a);        ///< out = relu(a)
+Tensor gelu_out(const Tensor& out, const Tensor& a);        ///< out = gelu(a)
+Tensor sigmoid_out(const Tensor& out, const Tensor& a);     ///< out = sigmoid(a)
+Tensor tanh_out(const Tensor& out, const Tensor& a);        ///< out = tanh(a)
+Tensor square_out(const Tensor& out, const Tensor& a);      ///< out = a * a
 Tensor reciprocal_out(const Tensor& out, const Tensor& a);  ///< out = 1 / a
 /// out = clamp(a, min, max).
-Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clamp_out(const Tensor& out, const Tensor& a, std::optional<Scalar> min,
+                 std::optional<Scalar> max = std::nullopt);
 Tensor eq_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a == b)
 Tensor ne_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a != b)
 Tensor lt_out(const Tensor& out, const Tensor& a, const Tensor& b);  ///< out = (a < b)
@@ -169,30 +176,30 @@ bool equal(const Tensor& a, const Tensor& b);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
 
 // ---- operators --------------------------------------------------------------------------------
-Tensor operator+(const Tensor& a, const Tensor& b);  ///< add
-Tensor operator-(const Tensor& a, const Tensor& b);  ///< sub
-Tensor operator*(const Tensor& a, const Tensor& b);  ///< mul
-Tensor operator/(const Tensor& a, const Tensor& b);  ///< div
-Tensor operator+(const Tensor& a, Scalar b);         ///< add a number
-Tensor operator-(const Tensor& a, Scalar b);         ///< subtract a number
-Tensor operator*(const Tensor& a, Scalar b);         ///< multiply by a number
-Tensor operator/(const Tensor& a, Scalar b);         ///< divide by a number
-Tensor operator+(Scalar a, const Tensor& b);         ///< number + tensor
-Tensor operator-(Scalar a, const Tensor& b);         ///< number - tensor
-Tensor operator*(Scalar a, const Tensor& b);         ///< number * tensor
-Tensor operator/(Scalar a, const Tensor& b);         ///< number / tensor
-Tensor operator-(const Tensor& a);                   ///< neg
-Tensor operator==(const Tensor& a, const Tensor& b); ///< eq
-Tensor operator!=(const Tensor& a, const Tensor& b); ///< ne
-Tensor operator<(const Tensor& a, const Tensor& b);  ///< lt
-Tensor operator<=(const Tensor& a, const Tensor& b); ///< le
-Tensor operator>(const Tensor& a, const Tensor& b);  ///< gt
-Tensor operator>=(const Tensor& a, const Tensor& b); ///< ge
-Tensor operator==(const Tensor& a, Scalar b);        ///< eq with a number
-Tensor operator!=(const Tensor& a, Scalar b);        ///< ne with a number
-Tensor operator<(const Tensor& a, Scalar b);         ///< lt with a number
-Tensor operator<=(const Tensor& a, Scalar b);        ///< le with a number
-Tensor operator>(const Tensor& a, Scalar b);         ///< gt with a number
-Tensor operator>=(const Tensor& a, Scalar b);        ///< ge with a number
+Tensor operator+(const Tensor& a, const Tensor& b);   ///< add
+Tensor operator-(const Tensor& a, const Tensor& b);   ///< sub
+Tensor operator*(const Tensor& a, const Tensor& b);   ///< mul
+Tensor operator/(const Tensor& a, const Tensor& b);   ///< div
+Tensor operator+(const Tensor& a, Scalar b);          ///< add a number
+Tensor operator-(const Tensor& a, Scalar b);          ///< subtract a number
+Tensor operator*(const Tensor& a, Scalar b);          ///< multiply by a number
+Tensor operator/(const Tensor& a, Scalar b);          ///< divide by a number
+Tensor operator+(Scalar a, const Tensor& b);          ///< number + tensor
+Tensor operator-(Scalar a, const Tensor& b);          ///< number - tensor
+Tensor operator*(Scalar a, const Tensor& b);          ///< number * tensor
+Tensor operator/(Scalar a, const Tensor& b);          ///< number / tensor
+Tensor operator-(const Tensor& a);                    ///< neg
+Tensor operator==(const Tensor& a, const Tensor& b);  ///< eq
+Tensor operator!=(const Tensor& a, const Tensor& b);  ///< ne
+Tensor operator<(const Tensor& a, const Tensor& b);   ///< lt
+Tensor operator<=(const Tensor& a, const Tensor& b);  ///< le
+Tensor operator>(const Tensor& a, const Tensor& b);   ///< gt
+Tensor operator>=(const Tensor& a, const Tensor& b);  ///< ge
+Tensor operator==(const Tensor& a, Scalar b);         ///< eq with a number
+Tensor operator!=(const Tensor& a, Scalar b);         ///< ne with a number
+Tensor operator<(const Tensor& a, Scalar b);          ///< lt with a number
+Tensor operator<=(const Tensor& a, Scalar b);         ///< le with a number
+Tensor operator>(const Tensor& a, Scalar b);          ///< gt with a number
+Tensor operator>=(const Tensor& a, Scalar b);         ///< ge with a number
 
 }  // namespace tiny

@@ -15,17 +15,21 @@ namespace tiny {
 
 /// `x` (any floating dtype) with every element rounded to `format` and back: float32 values
 /// that the format represents exactly (fake quantisation).
-Tensor round_to_format(const Tensor& x, const FloatFormat& format, Overflow overflow = Overflow::NonFinite);
+Tensor round_to_format(const Tensor& x, const FloatFormat& format,
+                       Overflow overflow = Overflow::NonFinite);
 
 /// A tensor in NVFP4: E2M1 codes, one E4M3 scale per block of 16, and a float32 tensor scale.
 struct NvFp4Tensor {
-  Shape shape;                       ///< the original shape
-  std::vector<uint8_t> codes;        ///< one E2M1 code (4 bits) per value, unpacked for clarity
-  std::vector<uint8_t> block_scales; ///< one E4M3 pattern per block of kBlock values
-  float tensor_scale = 1;            ///< multiplies every block scale
+  Shape shape;                           ///< the original shape
+  std::vector<uint8_t> codes;            ///< one E2M1 code (4 bits) per value, unpacked for clarity
+  std::vector<uint8_t> block_scales;     ///< one E4M3 pattern per block of kBlock values
+  float tensor_scale = 1;                ///< multiplies every block scale
   static constexpr int64_t kBlock = 16;  ///< values per block
   /// Bytes NVFP4 needs: half a byte per value, one per block scale, four for the tensor scale.
-  int64_t storage_bytes() const { return static_cast<int64_t>(codes.size() + 1) / 2 + static_cast<int64_t>(block_scales.size()) + 4; }
+  int64_t storage_bytes() const {
+    return static_cast<int64_t>(codes.size() + 1) / 2 + static_cast<int64_t>(block_scales.size()) +
+           4;
+  }
 };
 
 /// Quantises `x` to NVFP4. The tensor scale is amax / (6 * 448), so that the largest block scale

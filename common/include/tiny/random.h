@@ -55,7 +55,6 @@ Tensor randn(const Shape& shape, DType dtype = kFloat32, Generator& gen = defaul
 /// Integers in [0, high) (torch.randint(high, shape)).
 Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
 /// Integers in [low, high) (torch.randint(low, high, shape)).
-Tensor randint(int64_t low, int64_t high, const Shape& shape,
-               Generator& gen = default_generator());
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
 
 }  // namespace tiny

@@ -73,11 +73,12 @@ class Scalar {
   Scalar(bool b) : kind_(Kind::Bool), i_(b), d_(b) {}  // NOLINT: implicit on purpose
   /// Any integer type.
   template <std::integral I>
-    requires(!std::same_as<I, bool>)
-  Scalar(I i) : kind_(Kind::Int), i_(static_cast<int64_t>(i)), d_(static_cast<double>(i)) {}  // NOLINT
+  requires(!std::same_as<I, bool>) Scalar(I i)
+      : kind_(Kind::Int), i_(static_cast<int64_t>(i)), d_(static_cast<double>(i)) {}  // NOLINT
   /// Any floating-point type.
   template <std::floating_point F>
-  Scalar(F f) : kind_(Kind::Float), i_(static_cast<int64_t>(f)), d_(static_cast<double>(f)) {}  // NOLINT
+  Scalar(F f)
+      : kind_(Kind::Float), i_(static_cast<int64_t>(f)), d_(static_cast<double>(f)) {}  // NOLINT
 
   /// Which kind of number this is.
   Kind kind() const { return kind_; }
@@ -99,8 +100,8 @@ class NestedList {
  public:
   /// A single number (a leaf): any bool, integer or floating-point value.
   template <typename N>
-    requires std::is_arithmetic_v<N>
-  NestedList(N n) : leaf_(Scalar(n)) {}  // NOLINT: implicit, so `{1, 2.5}` reads naturally
+  requires std::is_arithmetic_v<N> NestedList(N n)
+      : leaf_(Scalar(n)) {}  // NOLINT: implicit, so `{1, 2.5}` reads naturally
   /// A list of lists or numbers.
   NestedList(std::initializer_list<NestedList> items) : items_(items) {}
   /// True for a number, false for a list.
@@ -118,8 +119,9 @@ class NestedList {
 /// A Python slice `start:stop:step`; an unset bound means "from the start" / "to the end".
 struct Slice {
   std::optional<int64_t> start = std::nullopt;  ///< first index (may be negative); unset: 0
-  std::optional<int64_t> stop = std::nullopt;   ///< one past the last index (may be negative); unset: the size
-  int64_t step = 1;              ///< positive step
+  std::optional<int64_t> stop =
+      std::nullopt;  ///< one past the last index (may be negative); unset: the size
+  int64_t step = 1;  ///< positive step
 };
 
 /// One entry of an index expression: an integer (selects, removing the dimension) or a Slice.
@@ -272,9 +274,9 @@ class Tensor {
   Tensor& reciprocal_();                                ///< this = 1 / this
   /// this = clamp(this, min, max).
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& clamp_min_(Scalar min);                       ///< this = clamp(this, min)
-  Tensor& clamp_max_(Scalar max);                       ///< this = clamp(this, nullopt, max)
-  Tensor& lerp_(const Tensor& end, Scalar weight);      ///< this = lerp(this, end, weight)
+  Tensor& clamp_min_(Scalar min);                          ///< this = clamp(this, min)
+  Tensor& clamp_max_(Scalar max);                          ///< this = clamp(this, nullopt, max)
+  Tensor& lerp_(const Tensor& end, Scalar weight);         ///< this = lerp(this, end, weight)
   Tensor& lerp_(const Tensor& end, const Tensor& weight);  ///< this = lerp(this, end, weight)
   /// this += value * t1 * t2.
   Tensor& addcmul_(const Tensor& t1, const Tensor& t2, Scalar value = 1);
@@ -309,27 +311,27 @@ class Tensor {
   double at(const std::vector<int64_t>& index) const;
 
   // ---- arithmetic, as methods (free functions in ops.h) ------------------------------------
-  Tensor pow(const Tensor& exponent) const;        ///< elementwise power
-  Tensor pow(Scalar exponent) const;               ///< elementwise power
-  Tensor sqrt() const;                             ///< elementwise square root
-  Tensor rsqrt() const;                            ///< elementwise 1 / sqrt
-  Tensor exp() const;                              ///< elementwise e^x
-  Tensor log() const;                              ///< elementwise natural log
-  Tensor abs() const;                              ///< elementwise |x|
-  Tensor relu() const;                             ///< max(x, 0)
-  Tensor sigmoid() const;                          ///< 1 / (1 + e^-x)
-  Tensor tanh() const;                             ///< hyperbolic tangent
-  Tensor square() const;                           ///< this * this
+  Tensor pow(const Tensor& exponent) const;  ///< elementwise power
+  Tensor pow(Scalar exponent) const;         ///< elementwise power
+  Tensor sqrt() const;                       ///< elementwise square root
+  Tensor rsqrt() const;                      ///< elementwise 1 / sqrt
+  Tensor exp() const;                        ///< elementwise e^x
+  Tensor log() const;                        ///< elementwise natural log
+  Tensor abs() const;                        ///< elementwise |x|
+  Tensor relu() const;                       ///< max(x, 0)
+  Tensor sigmoid() const;                    ///< 1 / (1 + e^-x)
+  Tensor tanh() const;                       ///< hyperbolic tangent
+  Tensor square() const;                     ///< this * this
   /// Each element limited to [min, max] (see tiny::clamp).
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
-  Tensor sum() const;                              ///< sum of all elements
-  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;   ///< sum over dims
-  Tensor mean() const;                             ///< mean of all elements
+  Tensor sum() const;  ///< sum of all elements
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;  ///< sum over dims
+  Tensor mean() const;  ///< mean of all elements
   Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;  ///< mean over dims
-  Tensor max() const;                              ///< largest element
-  Tensor matmul(const Tensor& other) const;        ///< matrix product (see tiny::matmul)
-  Tensor triu(int64_t diagonal = 0) const;         ///< upper triangle of the last two dims
-  Tensor tril(int64_t diagonal = 0) const;         ///< lower triangle of the last two dims
+  Tensor max() const;                                                         ///< largest element
+  Tensor matmul(const Tensor& other) const;  ///< matrix product (see tiny::matmul)
+  Tensor triu(int64_t diagonal = 0) const;   ///< upper triangle of the last two dims
+  Tensor tril(int64_t diagonal = 0) const;   ///< lower triangle of the last two dims
 
   // ---- autograd (autograd.h) ---------------------------------------------------------------
   /// True when gradients flow to or through this tensor.
@@ -375,10 +377,10 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 /// The autograd state of a tensor, shared by all handles to it.
 struct AutogradMeta {
-  bool requires_grad = false;                 ///< gradients flow to or through the tensor
-  Tensor grad;                                ///< a leaf's accumulated gradient
-  std::shared_ptr<Node> grad_fn;              ///< the node that computed it (null for leaves)
-  std::weak_ptr<Node> grad_accumulator;       ///< a leaf's AccumulateGrad node, shared by all uses
+  bool requires_grad = false;            ///< gradients flow to or through the tensor
+  Tensor grad;                           ///< a leaf's accumulated gradient
+  std::shared_ptr<Node> grad_fn;         ///< the node that computed it (null for leaves)
+  std::weak_ptr<Node> grad_accumulator;  ///< a leaf's AccumulateGrad node, shared by all uses
 };
 
 // ---- creation ---------------------------------------------------------------------------------
@@ -399,7 +401,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dt
 /// The n x m identity (m = n when omitted).
 Tensor eye(int64_t n, int64_t m = -1, DType dtype = kFloat32, Device device = Device::cpu());
 /// A 0-dimensional tensor holding a number, with the number's default dtype unless given.
-Tensor scalar_tensor(Scalar s, std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
+Tensor scalar_tensor(Scalar s, std::optional<DType> dtype = std::nullopt,
+                     Device device = Device::cpu());
 /// A tensor from nested lists: float32 if any number is a float, else int64, else bool.
 Tensor tensor(const NestedList& values, std::optional<DType> dtype = std::nullopt,
               Device device = Device::cpu());

@@ -45,18 +45,20 @@ void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Te
     const bool* pc = condition.data<bool>();
     const T* px = a.data<T>();
     const T* py = b.data<T>();
-    for_each_row<4>(shape, {&out.strides(), &sc, &sa, &sb}, [&](int64_t n, const auto& off, const auto& st) {
-      for (int64_t i = 0; i < n; ++i)
-        po[off[0] + i * st[0]] = pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]] : py[off[3] + i * st[3]];
-    });
+    for_each_row<4>(
+        shape, {&out.strides(), &sc, &sa, &sb}, [&](int64_t n, const auto& off, const auto& st) {
+          for (int64_t i = 0; i < n; ++i)
+            po[off[0] + i * st[0]] =
+                pc[off[1] + i * st[1]] ? px[off[2] + i * st[2]] : py[off[3] + i * st[3]];
+        });
   });
 }
 
 }  // namespace cpu
 
 extern const Backend kCpuBackend = {
-    "cpu",        cpu::allocate, cpu::release,  cpu::zero_bytes, cpu::synchronize,
-    cpu::copy,    cpu::where,    cpu::sum,      cpu::max_rows,   cpu::matmul,
+    "cpu",     cpu::allocate, cpu::release, cpu::zero_bytes, cpu::synchronize,
+    cpu::copy, cpu::where,    cpu::sum,     cpu::max_rows,   cpu::matmul,
 };
 
 }  // namespace tiny::detail

@@ -35,23 +35,25 @@ TINY_CLONES void convert_row_portable(float* __restrict d, const Half* __restric
 __attribute__((target("avx,f16c"))) void convert_row_f16c(Half* d, const float* s, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(d + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   for (; i < n; ++i) d[i] = Half(s[i]);
 }
 __attribute__((target("avx,f16c"))) void convert_row_f16c(float* d, const Half* s, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+    _mm256_storeu_ps(d + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
   for (; i < n; ++i) d[i] = float(s[i]);
 }
 const bool kHaveF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 #endif
 
-template <typename D, typename S> void convert_row(D* d, const S* s, int64_t n)
-  requires((std::is_same_v<D, Half> && std::is_same_v<S, float>) ||
-           (std::is_same_v<D, float> && std::is_same_v<S, Half>))
-{
+template <typename D, typename S>
+void convert_row(D* d, const S* s,
+                 int64_t n) requires((std::is_same_v<D, Half> && std::is_same_v<S, float>) ||
+                                     (std::is_same_v<D, float> && std::is_same_v<S, Half>)) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (kHaveF16c) return convert_row_f16c(d, s, n);
 #endif
@@ -94,8 +96,10 @@ void copy(const Tensor& dst, const Tensor& src) {
                         D* dp = d + off[0];
                         const S* sp = s + off[1];
                         if (step[0] == 1 && step[1] == 1) {
-                          if constexpr (requires { convert_row(dp, sp, n); }) convert_row(dp, sp, n);
-                          else for (int64_t i = 0; i < n; ++i) dp[i] = convert<D>(sp[i]);
+                          if constexpr (requires { convert_row(dp, sp, n); })
+                            convert_row(dp, sp, n);
+                          else
+                            for (int64_t i = 0; i < n; ++i) dp[i] = convert<D>(sp[i]);
                         } else {
                           for (int64_t i = 0; i < n; ++i)
                             dp[i * step[0]] = convert<D>(sp[i * step[1]]);

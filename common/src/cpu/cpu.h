@@ -7,10 +7,11 @@
 
 namespace tiny::detail::cpu {
 
-void copy(const Tensor& dst, const Tensor& src);                                   // cpu/copy.cpp
-void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);  // cpu/backend.cpp
-Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor);      // cpu/reduce.cpp
-void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows);    // cpu/reduce.cpp
-void matmul(const Tensor& out, const Tensor& a, const Tensor& b);                  // cpu/matmul.cpp
+void copy(const Tensor& dst, const Tensor& src);  // cpu/copy.cpp
+void where(const Tensor& out, const Tensor& condition, const Tensor& a,
+           const Tensor& b);                                                     // cpu/backend.cpp
+Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor);    // cpu/reduce.cpp
+void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows);  // cpu/reduce.cpp
+void matmul(const Tensor& out, const Tensor& a, const Tensor& b);                // cpu/matmul.cpp
 
 }  // namespace tiny::detail::cpu

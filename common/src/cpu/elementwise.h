@@ -17,7 +17,8 @@ namespace tiny::detail::cpu {
 /// not on the last), which is better first copied into row order by the tiled copy: one
 /// cache-friendly pass, then a vectorised op, beats reading it column by column inside the op.
 inline bool better_in_row_order(const Tensor& t) {
-  if (t.numel() < (int64_t(1) << 15) || t.dim() < 2 || t.stride(-1) == 1 || t.is_contiguous()) return false;
+  if (t.numel() < (int64_t(1) << 15) || t.dim() < 2 || t.stride(-1) == 1 || t.is_contiguous())
+    return false;
   bool outer_unit = false;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.stride(d) == 0) return false;  // a broadcast: nothing to gain
@@ -43,69 +44,78 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
     p[k] = static_cast<const In*>(x->data_ptr());
   }
   if constexpr (A == 1) {
-    for_each_row<2>(out.shape(), {&out.strides(), &s[0]}, [&](int64_t n, const auto& off, const auto& st) {
-      Out* o = po + off[0];
-      const In* a = p[0] + off[1];
-      if (st[0] == 1 && st[1] == 1) {
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i])));
-      } else {
-        for (int64_t i = 0; i < n; ++i) o[i * st[0]] = Out(op(M<In>(a[i * st[1]])));
-      }
-    });
+    for_each_row<2>(out.shape(), {&out.strides(), &s[0]},
+                    [&](int64_t n, const auto& off, const auto& st) {
+                      Out* o = po + off[0];
+                      const In* a = p[0] + off[1];
+                      if (st[0] == 1 && st[1] == 1) {
+                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i])));
+                      } else {
+                        for (int64_t i = 0; i < n; ++i) o[i * st[0]] = Out(op(M<In>(a[i * st[1]])));
+                      }
+                    });
   } else if constexpr (A == 2) {
-    for_each_row<3>(out.shape(), {&out.strides(), &s[0], &s[1]}, [&](int64_t n, const auto& off, const auto& st) {
-      Out* o = po + off[0];
-      const In* a = p[0] + off[1];
-      const In* b = p[1] + off[2];
-      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i])));
-      } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-        const M<In> bv = M<In>(*b);
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), bv));
-      } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
-        const M<In> av = M<In>(*a);
-        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(av, M<In>(b[i])));
-      } else {
-        for (int64_t i = 0; i < n; ++i) o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]])));
-      }
-    });
-  } else {
-    static_assert(A == 3, "elementwise ops take one, two or three inputs");
-    for_each_row<4>(out.shape(), {&out.strides(), &s[0], &s[1], &s[2]},
+    for_each_row<3>(out.shape(), {&out.strides(), &s[0], &s[1]},
                     [&](int64_t n, const auto& off, const auto& st) {
                       Out* o = po + off[0];
                       const In* a = p[0] + off[1];
                       const In* b = p[1] + off[2];
-                      const In* c = p[2] + off[3];
-                      if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i]), M<In>(c[i])));
+                      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i])));
+                      } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+                        const M<In> bv = M<In>(*b);
+                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), bv));
+                      } else if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+                        const M<In> av = M<In>(*a);
+                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(av, M<In>(b[i])));
                       } else {
                         for (int64_t i = 0; i < n; ++i)
-                          o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]]), M<In>(c[i * st[3]])));
+                          o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]])));
                       }
                     });
+  } else {
+    static_assert(A == 3, "elementwise ops take one, two or three inputs");
+    for_each_row<4>(
+        out.shape(), {&out.strides(), &s[0], &s[1], &s[2]},
+        [&](int64_t n, const auto& off, const auto& st) {
+          Out* o = po + off[0];
+          const In* a = p[0] + off[1];
+          const In* b = p[1] + off[2];
+          const In* c = p[2] + off[3];
+          if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+            for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i]), M<In>(c[i])));
+          } else {
+            for (int64_t i = 0; i < n; ++i)
+              o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]]), M<In>(c[i * st[3]])));
+          }
+        });
   }
 }
 
-template <typename T> constexpr bool kIsFloat =
+template <typename T>
+constexpr bool kIsFloat =
     std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // True when Op's kernels exist for element type T (the dispatcher has refused the others).
-template <typename Op, typename T> constexpr bool kCompiledFor =
-    Op::types == ops::Types::All || (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) ||
-    kIsFloat<T>;
+template <typename Op, typename T>
+constexpr bool kCompiledFor =
+    Op::types == ops::Types::All ||
+    (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) || kIsFloat<T>;
 
-template <typename Op> void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
+template <typename Op>
+void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
   Op op{};
   op.p = scalars;
   dispatch_dtype(inputs[0]->dtype(), [&]<typename T>() {
     if constexpr (kCompiledFor<Op, T>) {
       // Comparisons give bool; everything else keeps the compute dtype.
       using Out = std::conditional_t<std::is_same_v<decltype(op.math(M<T>{})), bool>, bool, T>;
-      if (out.dtype() != dtype_of<Out>()) throw RuntimeError("elementwise kernel: unexpected output dtype");
+      if (out.dtype() != dtype_of<Out>())
+        throw RuntimeError("elementwise kernel: unexpected output dtype");
       loop<T, Out>(out, inputs, op);
     } else {
-      throw TypeError(std::string("elementwise kernel not compiled for '") + dtype_legacy_name(dtype_of<T>()) + "'");
+      throw TypeError(std::string("elementwise kernel not compiled for '") +
+                      dtype_legacy_name(dtype_of<T>()) + "'");
     }
   });
 }

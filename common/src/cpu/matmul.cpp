@@ -29,7 +29,8 @@ template <typename T> struct MatrixRef {
 };
 
 // Copies a rows x cols matrix into `buffer` in row-major order and points `m` at the copy.
-template <typename T> void pack_rows(MatrixRef<T>& m, int64_t rows, int64_t cols, std::vector<T>& buffer) {
+template <typename T>
+void pack_rows(MatrixRef<T>& m, int64_t rows, int64_t cols, std::vector<T>& buffer) {
   buffer.resize(static_cast<size_t>(rows * cols));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) buffer[i * cols + j] = m(i, j);
@@ -70,8 +71,8 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> 
 #ifdef TINY_HAS_OPENBLAS
 // A BLAS reads a matrix either row by row or column by column (detail::blas_layout); anything
 // else is copied into rows first.
-template <typename T> bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t cols,
-                                       CBLAS_TRANSPOSE& trans, int64_t& ld) {
+template <typename T>
+bool blas_layout(MatrixRef<T> m, int64_t rows, int64_t cols, CBLAS_TRANSPOSE& trans, int64_t& ld) {
   const auto layout = detail::blas_layout(rows, cols, m.rs, m.cs);
   if (!layout) return false;
   trans = layout->transposed ? CblasTrans : CblasNoTrans;
@@ -94,8 +95,7 @@ void gemm_blas(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, 
   }
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, A.data, lda, B.data, ldb, 0.0f, C, N);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A.data, lda, B.data, ldb, 0.0, C, N);
+  else cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, A.data, lda, B.data, ldb, 0.0, C, N);
 }
 #endif
 
@@ -110,7 +110,10 @@ void gemm(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C)
   // A dimension of size 1 is never stepped along, so its stride may be anything; give it the
   // value a row-major layout would have, which a BLAS accepts.
   if (M == 1) A.rs = K * A.cs;
-  if (K == 1) { A.cs = 1; B.rs = N * B.cs; }
+  if (K == 1) {
+    A.cs = 1;
+    B.rs = N * B.cs;
+  }
   if (N == 1) B.cs = 1;
 #ifdef TINY_HAS_OPENBLAS
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -135,8 +138,10 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   const Tensor c = compute == dt ? out : empty(out.shape(), compute);
   const int64_t nbatch = shape_numel(batch);
   dispatch_dtype(compute, [&]<typename T>() {
-    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> || std::is_same_v<T, bool>) {
-      throw TypeError("\"addmm_impl_cpu_\" not implemented for '" + std::string(dtype_legacy_name(dtype_of<T>())) + "'");
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
+                  std::is_same_v<T, bool>) {
+      throw TypeError("\"addmm_impl_cpu_\" not implemented for '" +
+                      std::string(dtype_legacy_name(dtype_of<T>())) + "'");
     } else {
       const T* pa = x.data<T>();
       const T* pb = y.data<T>();
@@ -148,8 +153,8 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
           oa += idx[d] * x.strides()[d];
           ob += idx[d] * y.strides()[d];
         }
-        gemm<T>(M, N, K, {pa + oa, x.stride(nd - 2), x.stride(nd - 1)}, {pb + ob, y.stride(nd - 2), y.stride(nd - 1)},
-                pc + bi * M * N);
+        gemm<T>(M, N, K, {pa + oa, x.stride(nd - 2), x.stride(nd - 1)},
+                {pb + ob, y.stride(nd - 2), y.stride(nd - 1)}, pc + bi * M * N);
         for (size_t d = batch.size(); d-- > 0;) {  // next batch index, odometer style
           if (++idx[d] < batch[d]) break;
           idx[d] = 0;

@@ -24,17 +24,20 @@ template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<boo
   Acc* pacc = acc.data<Acc>();
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* px = static_cast<const T*>(a.data_ptr());
-    for_each_row<2>(a.shape(), {&a.strides(), &acc_strides}, [&](int64_t n, const auto& off, const auto& st) {
-      const T* x = px + off[0];
-      Acc* s = pacc + off[1];
-      if (st[1] == 0) {  // reducing along the row: one running sum
-        Acc total = 0;
-        for (int64_t i = 0; i < n; ++i) total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-        *s += total;
-      } else {
-        for (int64_t i = 0; i < n; ++i) s[i * st[1]] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-      }
-    });
+    for_each_row<2>(a.shape(), {&a.strides(), &acc_strides},
+                    [&](int64_t n, const auto& off, const auto& st) {
+                      const T* x = px + off[0];
+                      Acc* s = pacc + off[1];
+                      if (st[1] == 0) {  // reducing along the row: one running sum
+                        Acc total = 0;
+                        for (int64_t i = 0; i < n; ++i)
+                          total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
+                        *s += total;
+                      } else {
+                        for (int64_t i = 0; i < n; ++i)
+                          s[i * st[1]] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
+                      }
+                    });
   });
   return acc;
 }
@@ -49,7 +52,8 @@ template <typename M> bool beats(M candidate, M best) {
 }  // namespace
 
 Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor) {
-  if (!is_floating(a.dtype())) return accumulate<int64_t>(a, reduce);  // integers and bool sum to int64
+  if (!is_floating(a.dtype()))
+    return accumulate<int64_t>(a, reduce);  // integers and bool sum to int64
   Tensor acc = accumulate<double>(a, reduce);
   if (divisor != 1) {
     // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
