@@ -31,6 +31,8 @@ struct Scalars {
 /// Every op struct derives from this, so kernels can hand any op its scalars the same way.
 struct OpBase {
   Scalars p;
+  /// True for ops whose expression calls fma: the CPU compiles them for FMA processors too.
+  static constexpr bool uses_fma = false;
 };
 
 /// The dtypes an op's kernels are compiled for; the dispatcher raises "not implemented" for the
@@ -223,6 +225,7 @@ struct GeluBackward : OpBase {
 /// small weights and from y for large ones, so that lerp(x, y, 1) is exactly y.
 struct LerpScalar : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(2, fabs(a) < T(0.5) ? fma(a, y - x, x) : fma(a - T(1), y - x, y))
 };
 
@@ -257,6 +260,7 @@ struct Ge : OpBase {
 /// lerp with a tensor of weights: x + z * (y - x), computed as LerpScalar computes it.
 struct Lerp : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(3, fabs(z) < T(0.5) ? fma(z, y - x, x) : fma(z - T(1), y - x, y))
 };
 /// x + value * y * z (value = a), in PyTorch's order of operations.

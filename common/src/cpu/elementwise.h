@@ -29,6 +29,31 @@ inline bool better_in_row_order(const Tensor& t) {
 
 template <typename T> using M = opmath_t<T>;
 
+// The inner loop over a row in which every operand steps by one element, which the compiler
+// vectorises. An op whose expression calls fma (lerp) gets a second copy compiled for processors
+// with FMA instructions, picked at run time: compiled for plain x86-64, std::fma is a library
+// call per element (lerp_ on 2048 x 2048 float32: 15.9 ms, against 2.9 ms for add_).
+template <typename In, typename Out, typename Op, typename... P>
+inline void contiguous_row(Out* o, int64_t n, const Op& op, const P*... p) {
+  for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(p[i])...));
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <typename In, typename Out, typename Op, typename... P>
+__attribute__((target("avx2,fma"))) void contiguous_row_fma(Out* o, int64_t n, const Op& op,
+                                                            const P*... p) {
+  for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(p[i])...));
+}
+inline const bool kHaveFma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+template <typename In, typename Out, typename Op, typename... P>
+inline void row(Out* o, int64_t n, const Op& op, const P*... p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (Op::uses_fma)
+    if (kHaveFma) return contiguous_row_fma<In, Out>(o, n, op, p...);
+#endif
+  contiguous_row<In, Out>(o, n, op, p...);
+}
+
 // out[i] = op(x[i], ...) for In-typed inputs and an Out-typed output, all broadcast to out's shape.
 template <typename In, typename Out, typename Op>
 void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
@@ -49,7 +74,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
                       Out* o = po + off[0];
                       const In* a = p[0] + off[1];
                       if (st[0] == 1 && st[1] == 1) {
-                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i])));
+                        row<In>(o, n, op, a);
                       } else {
                         for (int64_t i = 0; i < n; ++i) o[i * st[0]] = Out(op(M<In>(a[i * st[1]])));
                       }
@@ -61,7 +86,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
                       const In* a = p[0] + off[1];
                       const In* b = p[1] + off[2];
                       if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                        for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i])));
+                        row<In>(o, n, op, a, b);
                       } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
                         const M<In> bv = M<In>(*b);
                         for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), bv));
@@ -83,7 +108,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
           const In* b = p[1] + off[2];
           const In* c = p[2] + off[3];
           if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-            for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), M<In>(b[i]), M<In>(c[i])));
+            row<In>(o, n, op, a, b, c);
           } else {
             for (int64_t i = 0; i < n; ++i)
               o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]]), M<In>(c[i * st[3]])));
