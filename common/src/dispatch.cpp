@@ -253,16 +253,11 @@ Tensor run(const Call& c) {
   apply_autocast(op.info.autocast, device, cast, in, n);
 
   // 3. Dtypes.
-  DType compute = kFloat32;
-  if (c.compute) {
-    compute = *c.compute;
-  } else {
-    Promotion p;
-    for (int k = 0; k < n; ++k) p.add(*in[k]);
-    for (const auto& s : c.numbers)
-      if (s) p.add(*s);
-    compute = p.result();
-  }
+  Promotion promotion;
+  for (int k = 0; k < n; ++k) promotion.add(*in[k]);
+  for (const auto& s : c.numbers)
+    if (s) promotion.add(*s);
+  DType compute = promotion.result();
   const DTypeRule rule = op.info.dtype_rule;
   if (rule == DTypeRule::IntegerToFloat && !is_floating(compute)) compute = kFloat32;
   if (compute == kBool && op.bool_error) throw TypeError(op.bool_error);

@@ -62,7 +62,6 @@ struct Call {
   const Tensor* out = nullptr;      ///< write here (out=), or into inputs[0] (in-place)
   bool inplace = false;             ///< the out tensor is inputs[0]
   const OpEntry* kernel = nullptr;  ///< a cheaper op whose kernel gives the same values
-  std::optional<DType> compute{};   ///< the compute dtype, when the caller has decided it
 };
 
 /// Runs one call (the steps above) and returns the result: a new tensor, or the out= tensor; for
