@@ -122,10 +122,6 @@ inline Strides loop_strides(const Tensor& t, const Shape& shape) {
   return broadcast_strides(t, shape);
 }
 
-template <typename T>
-constexpr bool kIsFloat =
-    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 /// The body of elementwise op Op (elementwise_ops.h) with In-typed inputs and an Out-typed
 /// output: the same call operator the CPU loops run.
 template <typename Out, typename In, typename Op> struct ElementwiseBody {
@@ -158,10 +154,7 @@ void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scal
   strides[0] = out.strides();
   for (int k = 0; k < A; ++k) strides[k + 1] = loop_strides(*inputs[k], shape);
   dispatch_dtype(inputs[0]->dtype(), [&]<typename T>() {
-    constexpr bool compiled = Op::types == ops::Types::All ||
-                              (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) ||
-                              kIsFloat<T>;
-    if constexpr (compiled) {
+    if constexpr (ops::kCompiledFor<Op, T>) {
       // Comparisons give bool; everything else keeps the compute dtype.
       using M = opmath_t<T>;
       using Out = std::conditional_t<std::is_same_v<decltype(Op{}.math(M{})), bool>, bool, T>;

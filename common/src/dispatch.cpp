@@ -230,10 +230,6 @@ Tensor autocast(const Tensor& t, AutocastClass cls) {
   return *in[0];
 }
 
-void count_cost(double flops, double bytes) {
-  if (!t_counters.empty()) count_op_cost(flops, bytes);
-}
-
 // ---- the dispatcher -----------------------------------------------------------------------------
 
 Tensor run(const Call& c) {

@@ -94,7 +94,5 @@ void check_no_internal_overlap(const Tensor& self);
 /// ops that do not go through run() (reductions, matmul).
 Tensor autocast(const Tensor& t, AutocastClass cls);
 
-/// Adds an op's cost to the live CostCounters (a no-op when there are none).
-void count_cost(double flops, double bytes);
 
 }  // namespace tiny::detail

@@ -39,6 +39,14 @@ struct OpBase {
 /// others before any loop runs.
 enum class Types { All, NoBool, Floating };
 
+/// True when the kernels of op struct Op exist for element type T: the dispatcher refuses the
+/// other dtypes with "not implemented for" before any kernel is looked for. (Every non-integral
+/// element type, Half and BFloat16 included, is a float.)
+template <typename Op, typename T>
+inline constexpr bool kCompiledFor = Op::types == Types::All ||
+                                     (Op::types == Types::NoBool && !std::is_same_v<T, bool>) ||
+                                     !std::is_integral_v<T>;
+
 /// The functions an op's expression may call: the C++ library's own, and three small helpers
 /// with the meaning PyTorch's kernels give them.
 /// The C++ library's functions an expression may call (op_source_prelude() declares the same).

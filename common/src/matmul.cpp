@@ -67,7 +67,7 @@ Tensor product_values(const Tensor& x, const Tensor& y) {
     NoGradGuard plain;
     detail::backend(device).matmul(out, x.detach(), y.detach());
   }
-  detail::count_cost(2.0 * static_cast<double>(out.numel()) * static_cast<double>(x.size(-1)),
+  count_op_cost(2.0 * static_cast<double>(out.numel()) * static_cast<double>(x.size(-1)),
                      static_cast<double>(x.nbytes() + y.nbytes() + out.nbytes()));
   return out;
 }

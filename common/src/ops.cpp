@@ -367,7 +367,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     NoGradGuard plain;
     detail::backend(device).where(out, condition, a.to(dt), b.to(dt));
   }
-  detail::count_cost(
+  count_op_cost(
       0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
   if (detail::should_record({&a, &b})) {
     // The gradient goes to a where the condition holds and to b elsewhere.

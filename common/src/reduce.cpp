@@ -54,7 +54,7 @@ Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keep
     NoGradGuard plain;
     acc = detail::backend(device).sum(a, reduce, divisor);
   }
-  detail::count_cost(static_cast<double>(a.numel()),
+  count_op_cost(static_cast<double>(a.numel()),
                      static_cast<double>(a.nbytes() + acc.numel() * a.element_size()));
   if (is_floating(a.dtype())) acc = acc.to(a.dtype());
   return acc.view(reduced_shape(a, reduce, keepdim));
@@ -160,7 +160,7 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   MaxResult r{empty(out_shape, a.dtype(), device), empty(out_shape, kInt64, device)};
   const int64_t m = rows.numel() / n;
   detail::backend(device).max_rows(r.values.view({m}), r.indices.view({m}), rows.view({m, n}));
-  detail::count_cost(static_cast<double>(a.numel()),
+  count_op_cost(static_cast<double>(a.numel()),
                      static_cast<double>(a.nbytes() + r.values.nbytes() + r.indices.nbytes()));
   if (detail::should_record({&a})) {
     // The gradient goes to the one element each maximum came from.

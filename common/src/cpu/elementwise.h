@@ -117,22 +117,12 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
   }
 }
 
-template <typename T>
-constexpr bool kIsFloat =
-    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-// True when Op's kernels exist for element type T (the dispatcher has refused the others).
-template <typename Op, typename T>
-constexpr bool kCompiledFor =
-    Op::types == ops::Types::All ||
-    (Op::types == ops::Types::NoBool && !std::is_same_v<T, bool>) || kIsFloat<T>;
-
 template <typename Op>
 void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scalars& scalars) {
   Op op{};
   op.p = scalars;
   dispatch_dtype(inputs[0]->dtype(), [&]<typename T>() {
-    if constexpr (kCompiledFor<Op, T>) {
+    if constexpr (ops::kCompiledFor<Op, T>) {
       // Comparisons give bool; everything else keeps the compute dtype.
       using Out = std::conditional_t<std::is_same_v<decltype(op.math(M<T>{})), bool>, bool, T>;
       if (out.dtype() != dtype_of<Out>())
