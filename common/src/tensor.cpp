@@ -20,7 +20,16 @@ Storage::Storage(size_t nbytes, Device device, bool pinned)
   data_ = detail::allocate(nbytes, device, pinned);
 }
 
-Storage::~Storage() { detail::deallocate(data_, nbytes_, device_, pinned_); }
+Storage::Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner)
+    : owner_(std::move(owner)), data_(data), nbytes_(nbytes), device_(device) {
+  if (!owner_) throw ValueError("Storage: external memory needs an owner that releases it");
+}
+
+// External memory is released by its owner (the shared_ptr member); only the allocator's own
+// blocks go back to it.
+Storage::~Storage() {
+  if (!owner_) detail::deallocate(data_, nbytes_, device_, pinned_);
+}
 
 // ---- Scalar and IndexList ---------------------------------------------------------------------
 

@@ -36,6 +36,9 @@ class Storage {
   /// Allocates `nbytes` on `device` (contents undefined); `pinned` asks for page-locked host
   /// memory, which a GPU can copy from while the host goes on (CPU only).
   Storage(size_t nbytes, Device device, bool pinned = false);
+  /// Wraps memory the allocator did not give out (a memory-mapped file, say): `owner` keeps it
+  /// alive and is released, unmapping or freeing it, when the last tensor using it is gone.
+  Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -53,8 +56,11 @@ class Storage {
   uint64_t version() const { return version_; }
   /// Records an in-place write.
   void bump_version() { ++version_; }
+  /// True when the memory came from outside the allocator (the constructor with an owner).
+  bool external() const { return owner_ != nullptr; }
 
  private:
+  std::shared_ptr<void> owner_;  // set for external memory, which the allocator must not free
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
