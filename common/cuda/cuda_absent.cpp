@@ -63,5 +63,6 @@ void where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
 void sum_rows(const Tensor&, const Tensor&, double) { tiny::cuda::require_device(0); }
 void max_rows(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
 void gemm(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_device(0); }
+void optimizer_update(const UpdateArgs&) { tiny::cuda::require_device(0); }
 
 }  // namespace tiny::detail::cuda

@@ -56,6 +56,7 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
 extern const Backend kCudaBackend = {
     "cuda", allocate,    release, cuda::zero_bytes, synchronize,
     copy,   cuda::where, sum,     cuda::max_rows,   matmul,
+    cuda::optimizer_update,
 };
 
 }  // namespace tiny::detail

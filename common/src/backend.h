@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "elementwise_ops.h"
+#include "optim_math.h"
 #include "tiny/tensor.h"
 
 namespace tiny::detail {
@@ -48,6 +49,8 @@ struct Backend {
   /// out (..., M, N) = a (..., M, K) @ b (..., K, N): equal batch dimensions, any strides, one
   /// floating dtype; `out` contiguous, of the inputs' dtype.
   void (*matmul)(const Tensor& out, const Tensor& a, const Tensor& b);
+  /// One optimizer step for one parameter, fused into one pass (optim_math.h).
+  void (*optimizer_update)(const UpdateArgs& args);
 };
 
 /// The backend of a device type, indexed by Device::Type: cpu, cuda.

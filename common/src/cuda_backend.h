@@ -55,5 +55,7 @@ void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows);
 /// out (b, M, N) = a (b, M, K) @ b (b, K, N) through cuBLAS; float16/bfloat16 accumulate in
 /// float32, float32 uses TF32 tensor cores only when float32_matmul_precision() allows it.
 void gemm(const Tensor& out, const Tensor& a, const Tensor& b);
+/// One fused optimizer step for one parameter (optim_math.h), on the parameter's device.
+void optimizer_update(const UpdateArgs& args);
 
 }  // namespace tiny::detail::cuda

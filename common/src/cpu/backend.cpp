@@ -59,6 +59,7 @@ void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Te
 extern const Backend kCpuBackend = {
     "cpu",     cpu::allocate, cpu::release, cpu::zero_bytes, cpu::synchronize,
     cpu::copy, cpu::where,    cpu::sum,     cpu::max_rows,   cpu::matmul,
+    cpu::optimizer_update,
 };
 
 }  // namespace tiny::detail

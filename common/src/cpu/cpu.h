@@ -13,5 +13,6 @@ void where(const Tensor& out, const Tensor& condition, const Tensor& a,
 Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor);    // cpu/reduce.cpp
 void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows);  // cpu/reduce.cpp
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);                // cpu/matmul.cpp
+void optimizer_update(const UpdateArgs& args);                                   // cpu/optim.cpp
 
 }  // namespace tiny::detail::cpu

@@ -1,0 +1,144 @@
+// optim_math.h: one element of each optimizer's update, written once for the CPU loops
+// (cpu/optim.cpp) and the CUDA kernel (../cuda/optim.cu). Not part of the public API.
+//
+// PyTorch runs an optimizer step as a chain of tensor ops (mul_, add_, addcmul_, sqrt, div,
+// add_, addcdiv_), each a full pass over memory that rounds its result to the parameter's
+// dtype. Here the whole chain runs in one pass, element by element, but rounds at exactly the
+// same places, so the result is the same bits at a quarter of the memory traffic:
+//   - every op's result is rounded to the storage type T (a no-op for float and double);
+//   - each Python number becomes a value of the compute type M, as a wrapped scalar does;
+//   - where PyTorch's vectorised CPU kernels fuse a multiply and an add (add_ with alpha,
+//     addcmul_ after its first product), `madd` fuses too, but only in the copy compiled for
+//     processors with FMA: PyTorch's kernels for older processors do not fuse, and neither
+//     does our plain copy. On the GPU both fuse (nvcc contracts, as PyTorch's CUDA build does).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "tiny/config.h"
+#include "tiny/dtype.h"
+
+namespace tiny::detail {
+
+/// Which update an UpdateArgs describes.
+enum class UpdateRule { Sgd, Adagrad, DocumentAdaGrad, Rmsprop, Adam, AdamW };
+
+/// One optimizer step for one parameter: its memory, and the numbers of the step, already
+/// computed in double the way PyTorch's Python code computes them.
+struct UpdateArgs {
+  UpdateRule rule;
+  DType dtype;     ///< of the parameter, its gradient and every state tensor
+  int64_t n;       ///< elements, all contiguous
+  int device = 0;  ///< the device index (CUDA)
+  void* param;
+  const void* grad;
+  void* state[3];  ///< by rule: see the element functions below
+  double lr = 0, weight_decay = 0, momentum = 0, dampening = 0, alpha = 0, beta1 = 0, beta2 = 0,
+         eps = 0;
+  double step_size = 0;              ///< Adam(W): lr / (1 - beta1^step); Adagrad: the decayed lr
+  double bias_correction2_sqrt = 1;  ///< Adam(W): sqrt(1 - beta2^step)
+  bool maximize = false, nesterov = false, centered = false, amsgrad = false;
+  bool first_step = false;  ///< SGD: the momentum buffer is the gradient itself on the first step
+};
+
+/// a * b + c: one rounding when Fused, two otherwise.
+template <bool Fused, typename M> TINY_HD inline M madd(M a, M b, M c) {
+  using std::fma;  // the float overload for float (a double fma would round differently)
+  if constexpr (Fused) return fma(a, b, c);
+  else return a * b + c;
+}
+
+/// The update of element i. T is the storage type, M the compute type (float for the 16-bit
+/// types), R(x) rounds a compute value to storage, as writing a tensor does.
+template <UpdateRule Rule, bool Fused, typename T, typename M>
+TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
+  using std::sqrt;
+  auto R = [](M x) { return M(T(x)); };
+  // A Python number next to a tensor becomes a value of the tensor's dtype first (PyTorch's
+  // wrapped scalars and its kernels' `scalar.to<scalar_t>()`): rounded to bfloat16 next to a
+  // bfloat16 tensor, exact next to a float64 one.
+  auto S = [](double x) { return M(T(x)); };
+  // addcmul_'s and addcdiv_'s `value` is the exception: it stays in the compute type, and so
+  // does its product with the first tensor.
+  auto F = [](double x) { return M(x); };
+  T* param = static_cast<T*>(a.param);
+  const T* grad = static_cast<const T*>(a.grad);
+  M p = M(param[i]);
+  M g = M(grad[i]);
+  if (a.maximize) g = -g;
+  if constexpr (Rule == UpdateRule::Sgd) {
+    // state[0]: momentum_buffer (when momentum != 0).
+    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));  // d_p.add(p, alpha=wd)
+    if (a.momentum != 0) {
+      T* buf = static_cast<T*>(a.state[0]);
+      M b = a.first_step ? g : R(madd<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * S(a.momentum))));
+      buf[i] = T(b);
+      g = a.nesterov ? R(madd<Fused>(b, S(a.momentum), g)) : b;
+    }
+    param[i] = T(madd<Fused>(g, S(-a.lr), p));  // p.add_(d_p, alpha=-lr)
+  } else if constexpr (Rule == UpdateRule::Adagrad) {
+    // state[0]: sum of squared gradients.
+    T* sum = static_cast<T*>(a.state[0]);
+    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));
+    const M s = R(madd<Fused>(g, g, M(sum[i])));  // sum.addcmul_(g, g, value=1)
+    sum[i] = T(s);
+    const M stddev = R(R(sqrt(s)) + S(a.eps));         // sum.sqrt().add_(eps)
+    param[i] = T(p + (F(-a.step_size) * g) / stddev);  // p.addcdiv_(g, std, value=-clr)
+  } else if constexpr (Rule == UpdateRule::DocumentAdaGrad) {
+    // The documents' AdaGrad: g2 += g^2; p -= lr * g / sqrt(g2 + eps). state[0]: g2.
+    T* g2 = static_cast<T*>(a.state[0]);
+    const M s = R(M(g2[i]) + R(g * g));
+    g2[i] = T(s);
+    param[i] = T(p - R(R(S(a.lr) * g) / R(sqrt(R(s + S(a.eps))))));
+  } else if constexpr (Rule == UpdateRule::Rmsprop) {
+    // state[0]: square_avg; state[1]: grad_avg (centered); state[2]: momentum_buffer.
+    T* sq = static_cast<T*>(a.state[0]);
+    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));
+    const M alpha = S(a.alpha);
+    const M s = R(madd<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * alpha)));
+    sq[i] = T(s);
+    M avg;
+    if (a.centered) {
+      T* ga = static_cast<T*>(a.state[1]);
+      const M mean = R(madd<Fused>(g, S(1 - a.alpha), R(M(ga[i]) * alpha)));
+      ga[i] = T(mean);
+      avg =
+          R(sqrt(R(madd<Fused>(-mean, mean, s))));  // square_avg.addcmul(ga, ga, value=-1).sqrt_()
+    } else {
+      avg = R(sqrt(s));
+    }
+    avg = R(avg + S(a.eps));
+    if (a.momentum > 0) {
+      T* buf = static_cast<T*>(a.state[2]);
+      const M b = R(R(M(buf[i]) * S(a.momentum)) + g / avg);  // buf.mul_(m).addcdiv_(g, avg)
+      buf[i] = T(b);
+      param[i] = T(madd<Fused>(b, S(-a.lr), p));
+    } else {
+      param[i] = T(p + (F(-a.lr) * g) / avg);
+    }
+  } else {
+    // Adam and AdamW. state[0]: exp_avg; state[1]: exp_avg_sq; state[2]: max_exp_avg_sq.
+    T* m = static_cast<T*>(a.state[0]);
+    T* v = static_cast<T*>(a.state[1]);
+    if constexpr (Rule == UpdateRule::AdamW) {
+      p = R(p * S(1 - a.lr * a.weight_decay));  // decoupled decay, first, on the old parameter
+    } else if (a.weight_decay != 0) {
+      g = R(madd<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
+    }
+    const M mi = R(madd<Fused>(g, S(1 - a.beta1), R(M(m[i]) * S(a.beta1))));
+    const M vi = R(madd<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * S(a.beta2))));
+    m[i] = T(mi);
+    v[i] = T(vi);
+    M second = vi;
+    if (a.amsgrad) {
+      T* vmax = static_cast<T*>(a.state[2]);
+      const M old = M(vmax[i]);
+      second = (old != old || vi != vi) ? old + vi : (old > vi ? old : vi);  // torch.maximum
+      vmax[i] = T(second);
+    }
+    const M denom = R(R(R(sqrt(second)) / S(a.bias_correction2_sqrt)) + S(a.eps));
+    param[i] = T(p + (F(-a.step_size) * mi) / denom);  // p.addcdiv_(m, denom, value=-step_size)
+  }
+}
+
+}  // namespace tiny::detail
