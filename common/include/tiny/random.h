@@ -1,11 +1,45 @@
 /// @file random.h
-/// @brief Seedable random numbers that match PyTorch's CPU generator value for value.
+/// @brief Seedable random numbers equal, bit for bit, to PyTorch's CPU generator.
 ///
-/// PyTorch's CPU generator is a 32-bit Mersenne Twister (mt19937). rand() keeps the low 24 bits
-/// of one draw (float32) or 53 bits of two draws (float64); randn() uses the Box-Muller
-/// transform, serially for fewer than 16 elements and in blocks of 16 from 16 on; randint()
-/// takes a draw modulo the range. Following the same steps gives the same numbers:
-/// after manual_seed(0), rand({3}) is [0.4963, 0.7682, 0.0885].
+/// PyTorch's CPU generator is a 32-bit Mersenne Twister (mt19937) seeded with the low 32 bits of
+/// the seed. Every distribution is a fixed recipe on top of its draws, and following the recipes
+/// step for step, rounding where PyTorch rounds, gives the same bits:
+///
+/// - uniform: one draw masked to the significand (24 bits for float32, 11 for float16, 8 for
+///   bfloat16) or two draws as 64 bits masked to 53 (float64), scaled into [0, 1); then
+///   `x * (to - from) + from`.
+/// - normal, fewer than 16 elements or a non-contiguous tensor: Box-Muller in float64, one value
+///   per element, the sine of each pair kept for the next call (torch's cached sample).
+/// - normal, 16 elements or more and contiguous: all the uniforms first, then Box-Muller on
+///   blocks of 16 (the first 8 paired with the last 8) in the element type; a tail that is not a
+///   multiple of 16 draws 16 fresh uniforms and redoes the last 16 elements.
+/// - randint: a draw (two when the range needs 64 bits) modulo the range.
+/// - randperm: the identity, then Fisher-Yates swaps of element i with i + draw % (n - i).
+///
+/// **What depends on the processor.** PyTorch compiles its CPU kernels several times, for plain
+/// x86-64 ("default") and for AVX2 processors, and picks one at run time: AVX2 when the
+/// processor has both AVX2 and FMA (AVX-512 only on request: PyTorch 1.13 keeps it opt-in).
+/// The two compilations give different bits in three places. (1) float32 normal with 16 or
+/// more elements: the AVX2 kernel computes log, sin and cos with its own eight-wide polynomials
+/// (Cephes' coefficients, from avx_mathfun.h; not SLEEF), the default kernel calls the C
+/// library's logf, sinf and cosf. (2) Everywhere PyTorch's source says `a * b + c` (normal's
+/// `z * std + mean`, uniform's `x * (to - from) + from`, erfinv's polynomials), the compiler
+/// fuses the AVX2 copy into one FMA instruction, rounded once, and leaves the default copy
+/// rounded twice; so normal_ with std other than a power of two, and uniform_ with to - from
+/// not a power of two, differ in the last bit for about 1 value in 10 to 20. (3) Anything that
+/// calls the C library (log, sin, cos, erf, exp) is as the C library on the machine computes it.
+/// This library follows the same rule at run time, so on one machine it gives what PyTorch
+/// gives there; randint, randperm, rand with [0, 1) and the float16/bfloat16 normals are equal
+/// on every x86-64 processor. Set TINY_CPU_CAPABILITY=default (PyTorch's
+/// ATEN_CPU_CAPABILITY=default) or call set_random_cpu_capability() to get the default kernels
+/// on an AVX2 machine. (PyTorch's opt-in ATEN_CPU_CAPABILITY=avx512 gives the AVX2 numbers
+/// here, except for erfinv, which it vectorises differently; not imitated.)
+///
+/// Tensors on a GPU are filled on the CPU with the same stream and copied, so a seed gives the
+/// same numbers on every device (PyTorch's CUDA generator, Philox, gives other numbers).
+///
+/// After manual_seed(0), rand({3}) is [0.4963, 0.7682, 0.0885] and randn({3}) is
+/// [1.5410, -0.2934, -2.1788], as in PyTorch.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -48,6 +82,25 @@ Generator& default_generator();
 /// Seeds the default generator (torch.manual_seed).
 void manual_seed(uint64_t seed);
 
+/// Which of PyTorch's two CPU kernel families the random numbers imitate (see the file comment).
+enum class CpuCapability {
+  Default,  ///< plain x86-64: C library math, no fused multiply-add
+  Avx2,     ///< AVX2 + FMA: eight-wide polynomial log/sin/cos, fused multiply-adds
+};
+/// The family in use: Avx2 when the processor has AVX2 and FMA, unless the environment variable
+/// TINY_CPU_CAPABILITY is "default" (read once, at the first call) or it was set below.
+CpuCapability random_cpu_capability();
+/// Chooses the family (tests use it to check both on one machine). Throws RuntimeError for Avx2
+/// on a processor without AVX2 and FMA.
+void set_random_cpu_capability(CpuCapability capability);
+
+/// Fills `t` with uniform numbers in [from, to), in place (torch.Tensor.uniform_). Any floating
+/// dtype and layout; returns `t`.
+Tensor& uniform_(Tensor& t, double from = 0, double to = 1, Generator& gen = default_generator());
+/// Fills `t` with normal numbers of mean `mean` and standard deviation `std`, in place
+/// (torch.Tensor.normal_). Any floating dtype and layout; returns `t`.
+Tensor& normal_(Tensor& t, double mean = 0, double std = 1, Generator& gen = default_generator());
+
 /// Uniform numbers in [0, 1) (torch.rand).
 Tensor rand(const Shape& shape, DType dtype = kFloat32, Generator& gen = default_generator());
 /// Standard normal numbers (torch.randn).
@@ -56,5 +109,8 @@ Tensor randn(const Shape& shape, DType dtype = kFloat32, Generator& gen = defaul
 Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
 /// Integers in [low, high) (torch.randint(low, high, shape)).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
+/// A random permutation of 0, ..., n - 1 (torch.randperm): int64 by default; int32 and the
+/// float types other than bfloat16 as PyTorch allows them.
+Tensor randperm(int64_t n, DType dtype = kInt64, Generator& gen = default_generator());
 
 }  // namespace tiny
