@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -416,6 +417,134 @@ TEST(Checkpoint, ChecksTensorsAsLoadStateDictDoes) {
   const IncompatibleKeys fine = check_tensors({{"w", zeros({2})}}, {{"w", {2}, kFloat32}});
   EXPECT_TRUE(fine.missing_keys.empty() && fine.unexpected_keys.empty());
   EXPECT_THROW(check_tensors({{"w", zeros({2})}, {"w", zeros({2})}}, {}), ValueError);
+}
+
+// ---- model + optimizer checkpoints (save_checkpoint / load_checkpoint) ------------------------
+
+// A model whose parameters are trained with AdamW in two groups, for a few steps.
+struct Trained {
+  std::unique_ptr<nn::Linear> model;
+  std::unique_ptr<optim::AdamW> opt;
+  explicit Trained(uint64_t seed, double lr = 0.01) {
+    Generator g(seed);
+    model = std::make_unique<nn::Linear>(6, 3, true, kFloat32, g);
+    opt = std::make_unique<optim::AdamW>(
+        std::vector<optim::GroupSpec>{{{model->weight}, {{"weight_decay", 0.3}}},
+                                      {{model->bias}, {{"weight_decay", 0.0}}}},
+        optim::AdamW::Options{.lr = lr});
+  }
+  void train(int from, int to) {
+    for (int step = from; step < to; ++step) {
+      Generator g(100 + step);  // the batch is a function of the step
+      Tensor x = randn({5, 6}, kFloat32, g);
+      Tensor loss = (*model)(x).square().mean();
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+    }
+  }
+};
+
+TEST(Checkpoint, ResumingGivesTheUninterruptedRunBitForBit) {
+  TempDir dir;
+  Trained straight(1);
+  straight.train(0, 12);
+  Trained first(1);
+  first.train(0, 5);
+  save_checkpoint(dir.file("ck.safetensors"), *first.model, *first.opt, {{"step", "5"}});
+  Trained resumed(2, /*lr=*/0.9);  // another init and lr: both come from the file
+  const auto meta = load_checkpoint(dir.file("ck.safetensors"), *resumed.model, *resumed.opt);
+  EXPECT_EQ(meta.at("step"), "5");
+  EXPECT_EQ(resumed.opt->param_groups()[0].number("lr"), 0.01);
+  EXPECT_EQ(resumed.opt->param_groups()[0].number("weight_decay"), 0.3);
+  EXPECT_EQ(resumed.opt->param_groups()[0].pair("betas")[1], 0.999);
+  EXPECT_FALSE(resumed.opt->param_groups()[1].flag("amsgrad"));
+  resumed.train(5, 12);
+  EXPECT_TRUE(equal(straight.model->weight.detach(), resumed.model->weight.detach()));
+  EXPECT_TRUE(equal(straight.model->bias.detach(), resumed.model->bias.detach()));
+  // What Python sees: the names, and the groups as JSON.
+  const TensorFile file = load_safetensors(dir.file("ck.safetensors"));
+  EXPECT_TRUE(file.contains("model.weight"));
+  EXPECT_TRUE(file.contains("optimizer.state.0.exp_avg_sq"));
+  EXPECT_EQ(file.at("optimizer.state.1.step").item(), 5.0);
+  EXPECT_EQ(file.metadata.at("optimizer"), "AdamW");
+  EXPECT_EQ(file.metadata.at("optimizer.param_groups"),
+            "[{\"amsgrad\": false, \"betas\": [0.9, 0.999], \"eps\": 1e-08, \"lr\": 0.01, "
+            "\"maximize\": false, \"weight_decay\": 0.3, \"params\": [0]}, {\"amsgrad\": false, "
+            "\"betas\": [0.9, 0.999], \"eps\": 1e-08, \"lr\": 0.01, \"maximize\": false, "
+            "\"weight_decay\": 0.0, \"params\": [1]}]");
+}
+
+TEST(Checkpoint, LoadingSaysWhichNameShapeOrDtypeIsWrongAndChangesNothing) {
+  TempDir dir;
+  Trained saved(1);
+  saved.train(0, 2);
+  const std::string path = dir.file("ck.safetensors");
+  save_checkpoint(path, *saved.model, *saved.opt);
+  // A model of another shape: PyTorch's size-mismatch line.
+  {
+    Generator g(3);
+    nn::Linear wide(7, 3, true, kFloat32, g);
+    optim::AdamW opt(wide.parameters());
+    const Tensor before = wide.weight.detach().clone();
+    try {
+      load_checkpoint(path, wide, opt);
+      ADD_FAILURE() << "loaded into a model of another shape";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("size mismatch for weight: copying a param with shape "
+                                           "torch.Size([3, 6]) from checkpoint, the shape in "
+                                           "current model is torch.Size([3, 7])."),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(equal(before, wide.weight.detach()));
+  }
+  // Another dtype.
+  {
+    Generator g(3);
+    nn::Linear f64(6, 3, true, kFloat64, g);
+    optim::AdamW opt(f64.parameters());
+    try {
+      load_checkpoint(path, f64, opt);
+      ADD_FAILURE() << "loaded float32 into float64";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("dtype mismatch for weight"), std::string::npos)
+          << e.what();
+    }
+  }
+  // A missing name (a model without a bias) and another optimizer.
+  {
+    Generator g(3);
+    nn::Linear no_bias(6, 3, false, kFloat32, g);
+    optim::AdamW opt(no_bias.parameters());
+    try {
+      load_checkpoint(path, no_bias, opt);
+      ADD_FAILURE() << "loaded a bias into a model without one";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("Unexpected key(s) in state_dict: \"bias\""),
+                std::string::npos)
+          << e.what();
+    }
+    Generator g2(3);
+    nn::Linear same(6, 3, true, kFloat32, g2);
+    optim::SGD sgd(same.parameters(), {.lr = 0.1});
+    try {
+      load_checkpoint(path, same, sgd);
+      ADD_FAILURE() << "loaded AdamW's state into SGD";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("holds the state of AdamW, not of SGD"),
+                std::string::npos)
+          << e.what();
+    }
+    // One group where the file has two.
+    optim::AdamW one_group(same.parameters());
+    EXPECT_THROW(load_checkpoint(path, same, one_group), ValueError);
+  }
+  // A damaged file is refused by the reader before anything is loaded.
+  std::string bytes = read_bytes(path);
+  write_bytes(path, bytes.substr(0, bytes.size() / 2));
+  Trained target(4);
+  EXPECT_THROW(load_checkpoint(path, *target.model, *target.opt), RuntimeError);
 }
 
 }  // namespace

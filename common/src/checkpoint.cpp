@@ -8,6 +8,13 @@
 // the header, never recurses deeper than kMaxDepth, and explains the first thing it rejects.
 #include "tiny/checkpoint.h"
 
+#include <cmath>
+#include <cstring>
+
+#include "tiny/format.h"
+#include "tiny/nn.h"
+#include "tiny/optim.h"
+
 #include <fcntl.h>
 #include <libgen.h>
 #include <sys/stat.h>
@@ -706,11 +713,11 @@ IncompatibleKeys check_tensors(const NamedTensors& tensors, const std::vector<Te
       mismatches.push_back("size mismatch for " + spec.name + ": copying a param with shape " +
                            torch_size(t.shape()) + " from checkpoint, the shape in current " +
                            "model is " + torch_size(spec.shape) + ".");
-    if (t.dtype() != spec.dtype)
+    if (spec.dtype && t.dtype() != *spec.dtype)
       mismatches.push_back("dtype mismatch for " + spec.name +
                            ": copying a param with dtype torch." + dtype_name(t.dtype()) +
                            " from checkpoint, the dtype in current model is torch." +
-                           dtype_name(spec.dtype) + ".");
+                           dtype_name(*spec.dtype) + ".");
   }
   for (const auto& entry : tensors)
     if (!wanted.count(entry.first)) keys.unexpected_keys.push_back(entry.first);
@@ -734,6 +741,183 @@ IncompatibleKeys check_tensors(const NamedTensors& tensors, const std::vector<Te
     throw RuntimeError(message);
   }
   return keys;
+}
+
+}  // namespace tiny
+
+// ---- a training run's checkpoint --------------------------------------------------------------
+
+namespace tiny {
+
+namespace {
+
+// A setting as JSON: a number (repr's shortest digits, which JSON reads back exactly), true or
+// false, or [a, b].
+std::string setting_json(const std::string& key, const optim::Value& v) {
+  auto number = [&](double d) {
+    if (!std::isfinite(d))
+      throw ValueError("save_checkpoint: the setting '" + key + "' is " + repr(d) +
+                       ", which JSON cannot hold");
+    return repr(d);
+  };
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const double* d = std::get_if<double>(&v)) return number(*d);
+  const auto& p = std::get<std::array<double, 2>>(v);
+  std::string pair = "[";  // built step by step: GCC 12 warns (wrongly) about "[" + ...
+  pair += number(p[0]);
+  pair += ", ";
+  pair += number(p[1]);
+  pair += "]";
+  return pair;
+}
+
+std::string groups_json(const optim::OptimizerState& state) {
+  std::string out = "[";
+  for (size_t g = 0; g < state.param_groups.size(); ++g) {
+    if (g) out += ", ";
+    out += "{";
+    for (const auto& [key, value] : state.param_groups[g].first) {
+      append_json_string(out, key);
+      out += ": " + setting_json(key, value) + ", ";
+    }
+    out += "\"params\": [";
+    const auto& indices = state.param_groups[g].second;
+    for (size_t i = 0; i < indices.size(); ++i) {
+      if (i) out += ", ";
+      out += std::to_string(indices[i]);
+    }
+    out += "]}";
+  }
+  return out + "]";
+}
+
+double json_number(const Json& v, const std::string& what) {
+  if (v.kind != Json::Kind::Number)
+    throw RuntimeError(what + " must be a number, got " + kind_name(v.kind));
+  size_t used = 0;
+  const double d = std::stod(v.text, &used);
+  if (used != v.text.size()) throw RuntimeError(what + " is not a number: " + v.text);
+  return d;
+}
+
+// The inverse of groups_json, refusing anything else.
+std::vector<std::pair<optim::Settings, std::vector<int64_t>>> parse_groups(
+    const std::string& text, const std::string& where) {
+  const Json root = JsonReader(text, where + ": optimizer.param_groups").read_document();
+  if (root.kind != Json::Kind::Array)
+    throw RuntimeError(where + ": optimizer.param_groups must be a JSON array");
+  std::vector<std::pair<optim::Settings, std::vector<int64_t>>> groups;
+  for (const Json& g : root.items) {
+    if (g.kind != Json::Kind::Object)
+      throw RuntimeError(where + ": each parameter group must be a JSON object");
+    optim::Settings settings;
+    std::vector<int64_t> params;
+    bool has_params = false;
+    for (const auto& [key, v] : g.members) {
+      const std::string what = where + ": setting '" + key + "'";
+      if (key == "params") {
+        if (v.kind != Json::Kind::Array) throw RuntimeError(what + " must be an array");
+        for (const Json& i : v.items)
+          params.push_back(static_cast<int64_t>(std::min<uint64_t>(json_uint(i, what), INT64_MAX)));
+        has_params = true;
+      } else if (v.kind == Json::Kind::Bool) {
+        settings[key] = v.boolean;
+      } else if (v.kind == Json::Kind::Array && v.items.size() == 2) {
+        settings[key] =
+            std::array<double, 2>{json_number(v.items[0], what), json_number(v.items[1], what)};
+      } else {
+        settings[key] = json_number(v, what);
+      }
+    }
+    if (!has_params) throw RuntimeError(where + ": a parameter group has no \"params\"");
+    groups.emplace_back(std::move(settings), std::move(params));
+  }
+  return groups;
+}
+
+constexpr const char* kModelPrefix = "model.";
+constexpr const char* kStatePrefix = "optimizer.state.";
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer,
+                     const std::map<std::string, std::string>& extra) {
+  NamedTensors tensors;
+  for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModelPrefix + name, t);
+  const optim::OptimizerState state = optimizer.state_dict();
+  for (const auto& [index, entries] : state.state)
+    for (const auto& [key, t] : entries)
+      tensors.emplace_back(kStatePrefix + std::to_string(index) + "." + key, t);
+  std::map<std::string, std::string> metadata = extra;
+  for (const char* reserved : {"optimizer", "optimizer.param_groups"})
+    if (metadata.count(reserved))
+      throw ValueError(std::string("save_checkpoint: the metadata key '") + reserved +
+                       "' is the checkpoint's own");
+  metadata["optimizer"] = optimizer.name();
+  metadata["optimizer.param_groups"] = groups_json(state);
+  save_safetensors(path, tensors, metadata);
+}
+
+std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
+                                                   optim::Optimizer& optimizer) {
+  const TensorFile file = load_safetensors(path);
+  const std::string where = "checkpoint '" + path + "'";
+  // The model: its names, shapes and dtypes, all at once.
+  NamedTensors params;
+  optim::OptimizerState state;
+  for (const auto& [name, t] : file.tensors) {
+    if (starts_with(name, kModelPrefix)) {
+      params.emplace_back(name.substr(std::strlen(kModelPrefix)), t);
+    } else if (starts_with(name, kStatePrefix)) {
+      const std::string rest = name.substr(std::strlen(kStatePrefix));
+      const size_t dot = rest.find('.');
+      if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot)
+        throw RuntimeError(where + ": '" + name + "' is not optimizer.state.<index>.<key>");
+      state.state[std::stoll(rest.substr(0, dot))][rest.substr(dot + 1)] = t;
+    } else {
+      throw RuntimeError(where + ": the tensor '" + name +
+                         "' is neither model.* nor optimizer.state.*");
+    }
+  }
+  std::vector<TensorSpec> expected;
+  for (const auto& [name, p] : model.named_parameters())
+    expected.push_back({name, p.shape(), p.dtype()});
+  check_tensors(params, expected, model.type_name(), true);
+  // The optimizer: the same kind, the same groups, state of the parameters' dtypes.
+  auto meta = [&](const std::string& key) -> const std::string& {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) throw RuntimeError(where + " has no \"" + key + "\" metadata");
+    return it->second;
+  };
+  if (meta("optimizer") != optimizer.name())
+    throw RuntimeError(where + " holds the state of " + meta("optimizer") + ", not of " +
+                       optimizer.name());
+  state.param_groups = parse_groups(meta("optimizer.param_groups"), where);
+  std::vector<Tensor> flat;
+  for (const auto& g : optimizer.param_groups())
+    flat.insert(flat.end(), g.params.begin(), g.params.end());
+  for (const auto& [index, entries] : state.state)
+    for (const auto& [key, t] : entries) {
+      const DType want = key == "step" ? kFloat32
+                                       : (index >= 0 && index < static_cast<int64_t>(flat.size())
+                                              ? flat[static_cast<size_t>(index)].dtype()
+                                              : t.dtype());
+      if (t.dtype() != want)
+        throw RuntimeError(where + ": optimizer.state." + std::to_string(index) + "." + key +
+                           " has dtype " + dtype_name(t.dtype()) + ", its parameter " +
+                           dtype_name(want));
+    }
+  // Both checked: the optimizer checks its groups and state shapes before it changes anything,
+  // and the model's copy cannot fail after check_tensors.
+  optimizer.load_state_dict(state);
+  model.load_state_dict(params);
+  std::map<std::string, std::string> extra = file.metadata;
+  extra.erase("optimizer");
+  extra.erase("optimizer.param_groups");
+  return extra;
 }
 
 }  // namespace tiny

@@ -18,6 +18,7 @@
 /// reads a tensor.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,9 +62,9 @@ TensorFile load_safetensors(const std::string& path);
 
 /// One tensor a model expects: its name, shape and dtype.
 struct TensorSpec {
-  std::string name;  ///< "layers.0.weight"
-  Shape shape;       ///< {64, 32}
-  DType dtype = kFloat32;
+  std::string name;                       ///< "layers.0.weight"
+  Shape shape;                            ///< {64, 32}
+  std::optional<DType> dtype = kFloat32;  ///< unset: any dtype (load_state_dict converts)
 };
 
 /// The names that load_state_dict(strict = false) would report (PyTorch's _IncompatibleKeys).
@@ -88,6 +89,33 @@ struct IncompatibleKeys {
 /// raise. `model_name` is the name after "for".
 IncompatibleKeys check_tensors(const NamedTensors& tensors, const std::vector<TensorSpec>& expected,
                                const std::string& model_name = "model", bool strict = true);
+
+// ---- a training run's checkpoint ------------------------------------------------------------
+
+namespace nn {
+class Module;
+}
+namespace optim {
+class Optimizer;
+}
+
+/// Saves a model and its optimizer in one safetensors file (atomically, as save_safetensors):
+///   - every parameter as "model.<name>" (model.state_dict()'s names);
+///   - every optimizer state tensor as "optimizer.state.<index>.<key>" ("optimizer.state.0.exp_avg");
+///   - in the metadata, "optimizer" (its name, "AdamW") and "optimizer.param_groups" (each
+///     group's settings and parameter indices, as JSON: [{"lr": 0.01, "betas": [0.9, 0.999],
+///     ..., "params": [0]}]), and every entry of `extra` (a step count, a seed) as given.
+/// Python reads it with safetensors.torch.load_file (and json.loads for the groups).
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer,
+                     const std::map<std::string, std::string>& extra = {});
+
+/// Loads a file written by save_checkpoint into `model` and `optimizer`, after checking all of
+/// it: the parameters' names, shapes and dtypes (one error listing every problem, in
+/// load_state_dict's words), the optimizer's name, its groups, and each state tensor's shape and
+/// dtype. Nothing is changed unless everything fits. Returns the file's metadata (`extra`).
+std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
+                                                   optim::Optimizer& optimizer);
 
 namespace detail {
 /// A test's window into save_safetensors(): called after each block of the temporary file is
