@@ -38,7 +38,7 @@ double std_tolerance(double kurtosis, int64_t n) {
 }  // namespace
 
 TEST(Init, MatchesTorchOnThisProcessor) {
-  EXPECT_GT(check_streams(init_op, random_cpu_capability()), 600);
+  EXPECT_GT(check_streams(init_op, cpu_capability()), 600);
 }
 
 TEST(Init, DefaultKernelsMatchTorchDefaultCapability) {

@@ -28,7 +28,7 @@ TEST(Random, RandnSerialPathMatchesTorch) {
 // kernels: equal under ours; the default kernels differ from them in the last bit or two (the
 // fixture tests below check those exactly).
 static void expect_avx2_float32(double ours, double torch) {
-  if (random_cpu_capability() == CpuCapability::Avx2) EXPECT_EQ(ours, torch);
+  if (cpu_capability() == CpuCapability::Avx2) EXPECT_EQ(ours, torch);
   else EXPECT_NEAR(ours, torch, 2.5e-7);
 }
 
@@ -117,7 +117,7 @@ bool random_op(const std::string& op) {
 }  // namespace
 
 TEST(Random, StreamsMatchTorchOnThisProcessor) {
-  EXPECT_GT(check_streams(random_op, random_cpu_capability()), 2500);
+  EXPECT_GT(check_streams(random_op, cpu_capability()), 2500);
 }
 
 // PyTorch's default kernels (its ATEN_CPU_CAPABILITY=default), which a processor without AVX2
@@ -136,9 +136,9 @@ TEST(Random, Avx2KernelsMatchTorchAvx2Capability) {
 // to - from is not a power of two.
 TEST(Random, KernelFamiliesDifferWhereDocumented) {
   if (!have_avx2_kernels()) GTEST_SKIP() << "this processor lacks AVX2 or FMA";
-  const CpuCapability before = random_cpu_capability();
+  const CpuCapability before = cpu_capability();
   auto draw = [](CpuCapability c, auto fill) {
-    set_random_cpu_capability(c);
+    set_cpu_capability(c);
     Generator g(0);
     Tensor t = empty({1000});
     fill(t, g);
@@ -150,7 +150,7 @@ TEST(Random, KernelFamiliesDifferWhereDocumented) {
   EXPECT_FALSE(equal(draw(CpuCapability::Default, normal), draw(CpuCapability::Avx2, normal)));
   EXPECT_FALSE(equal(draw(CpuCapability::Default, uniform), draw(CpuCapability::Avx2, uniform)));
   EXPECT_TRUE(equal(draw(CpuCapability::Default, unit), draw(CpuCapability::Avx2, unit)));
-  set_random_cpu_capability(before);
+  set_cpu_capability(before);
 }
 
 // The kernels picked at start-up: AVX2 exactly when the processor has it and FMA, unless
@@ -160,9 +160,9 @@ TEST(Random, CapabilityFollowsTheProcessorAndTheEnvironment) {
   const bool default_forced = forced != nullptr && std::string_view(forced) == "default";
   const CpuCapability expected =
       have_avx2_kernels() && !default_forced ? CpuCapability::Avx2 : CpuCapability::Default;
-  EXPECT_EQ(random_cpu_capability(), expected);
+  EXPECT_EQ(cpu_capability(), expected);
   if (!have_avx2_kernels()) {
-    EXPECT_TRUE(throws_with<RuntimeError>([] { set_random_cpu_capability(CpuCapability::Avx2); },
+    EXPECT_TRUE(throws_with<RuntimeError>([] { set_cpu_capability(CpuCapability::Avx2); },
                                           "lacks AVX2 or FMA"));
   }
 }

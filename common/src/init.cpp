@@ -187,7 +187,7 @@ Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Ge
   // The remaining steps are elementwise, so any order will do: a contiguous CPU copy when t is
   // not one already, written back at the end.
   Tensor work = t.device().is_cpu() && t.is_contiguous() ? t : t.cpu().contiguous();
-  const bool fused = random_cpu_capability() == CpuCapability::Avx2;
+  const bool fused = cpu_capability() == CpuCapability::Avx2;
   const double scale = std * std::sqrt(2.0);
   dispatch_floating(work.dtype(), "erfinv_vml_cpu", [&]<typename T>() {
     T* p = static_cast<T*>(work.data_ptr());

@@ -78,36 +78,6 @@ void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
 
 // ---- which of PyTorch's kernel families to imitate -------------------------------------------
 
-namespace {
-
-// PyTorch's rule (ATen's compute_cpu_capability): its AVX2 kernels need both AVX2 and FMA.
-bool processor_has_avx2_and_fma() {
-#ifdef TINY_RANDOM_AVX2
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
-std::atomic<CpuCapability>& capability_slot() {
-  static std::atomic<CpuCapability> slot{[] {
-    const char* forced = std::getenv("TINY_CPU_CAPABILITY");
-    if (forced != nullptr && std::string_view(forced) == "default") return CpuCapability::Default;
-    return processor_has_avx2_and_fma() ? CpuCapability::Avx2 : CpuCapability::Default;
-  }()};
-  return slot;
-}
-
-}  // namespace
-
-CpuCapability random_cpu_capability() { return capability_slot().load(); }
-
-void set_random_cpu_capability(CpuCapability capability) {
-  if (capability == CpuCapability::Avx2 && !processor_has_avx2_and_fma())
-    throw RuntimeError("set_random_cpu_capability: this processor lacks AVX2 or FMA");
-  capability_slot().store(capability);
-}
-
 // ---- one element at a time --------------------------------------------------------------------
 
 namespace {
@@ -446,7 +416,7 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator& gen) {
                        number_str(from) + " > to=" + number_str(to));
   return in_place_fill("uniform_", t, [&](const Tensor& cpu) {
     dispatch_floating(cpu.dtype(), "uniform_", [&]<typename T>() {
-      if (random_cpu_capability() == CpuCapability::Avx2) uniform_fill<true, T>(cpu, from, to, gen);
+      if (cpu_capability() == CpuCapability::Avx2) uniform_fill<true, T>(cpu, from, to, gen);
       else uniform_fill<false, T>(cpu, from, to, gen);
     });
   });
@@ -458,7 +428,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator& gen) {
     throw RuntimeError("normal expects std >= 0.0, but found std " + number_str(std));
   return in_place_fill("normal_", t, [&](const Tensor& cpu) {
     dispatch_floating(cpu.dtype(), "normal_", [&]<typename T>() {
-      if (random_cpu_capability() == CpuCapability::Avx2) normal_fill<true, T>(cpu, mean, std, gen);
+      if (cpu_capability() == CpuCapability::Avx2) normal_fill<true, T>(cpu, mean, std, gen);
       else normal_fill<false, T>(cpu, mean, std, gen);
     });
   });

@@ -38,6 +38,23 @@ inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os <
 /// the CPU (whose work is done when the call that does it returns).
 void synchronize(Device device);
 
+/// Which of PyTorch's two CPU kernel families the library imitates, where their results differ
+/// in the last bits (random numbers, optimizer steps; random.h and optim.h say where). PyTorch
+/// compiles its CPU kernels for plain x86-64 and for AVX2 processors and picks the AVX2 copy on
+/// processors with AVX2 and FMA; so does this library, so that on one machine both give the same
+/// bits.
+enum class CpuCapability {
+  Default,  ///< plain x86-64: C library math, every multiply and add rounded on its own
+  Avx2,     ///< AVX2 + FMA: eight-wide polynomial log/sin/cos, fused multiply-adds
+};
+/// The family in use: Avx2 when the processor has AVX2 and FMA, unless the environment variable
+/// TINY_CPU_CAPABILITY is "default" (PyTorch's ATEN_CPU_CAPABILITY=default; read once, at the
+/// first call) or set_cpu_capability() chose otherwise.
+CpuCapability cpu_capability();
+/// Chooses the family (tests use it to check both on one machine). Throws RuntimeError for Avx2
+/// on a processor without AVX2 and FMA.
+void set_cpu_capability(CpuCapability capability);
+
 namespace cuda {
 /// True when this binary was built with CUDA and a driver and device are present.
 bool available();

@@ -32,7 +32,7 @@
 /// This library follows the same rule at run time, so on one machine it gives what PyTorch
 /// gives there. Equal in both families: randint, randperm, rand and uniform_(0, 1), and randn in
 /// float64, float16 and bfloat16. Set TINY_CPU_CAPABILITY=default (PyTorch's
-/// ATEN_CPU_CAPABILITY=default) or call set_random_cpu_capability() to get the default kernels
+/// ATEN_CPU_CAPABILITY=default) or call set_cpu_capability() to get the default kernels
 /// on an AVX2 machine. (PyTorch's opt-in ATEN_CPU_CAPABILITY=avx512 gave the AVX2 numbers in
 /// every case checked: float32 randn, normal_, uniform_ and erfinv.)
 ///
@@ -83,17 +83,6 @@ Generator& default_generator();
 /// Seeds the default generator (torch.manual_seed).
 void manual_seed(uint64_t seed);
 
-/// Which of PyTorch's two CPU kernel families the random numbers imitate (see the file comment).
-enum class CpuCapability {
-  Default,  ///< plain x86-64: C library math, no fused multiply-add
-  Avx2,     ///< AVX2 + FMA: eight-wide polynomial log/sin/cos, fused multiply-adds
-};
-/// The family in use: Avx2 when the processor has AVX2 and FMA, unless the environment variable
-/// TINY_CPU_CAPABILITY is "default" (read once, at the first call) or it was set below.
-CpuCapability random_cpu_capability();
-/// Chooses the family (tests use it to check both on one machine). Throws RuntimeError for Avx2
-/// on a processor without AVX2 and FMA.
-void set_random_cpu_capability(CpuCapability capability);
 
 /// Fills `t` with uniform numbers in [from, to), in place (torch.Tensor.uniform_). Any floating
 /// dtype and layout; returns `t`.

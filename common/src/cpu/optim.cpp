@@ -3,14 +3,16 @@
 // to PyTorch's chain of ops).
 //
 // Each rule is compiled twice: plainly, and for processors with AVX2 and FMA, where madd is one
-// fused instruction, as in PyTorch's AVX2 and AVX-512 kernels; the copy is picked at run time.
+// fused instruction, as in PyTorch's AVX2 kernels; cpu_capability() (device.h) picks the copy
+// at run time, as PyTorch picks its own.
 // This file is compiled with -ffp-contract=off, so that the compiler fuses nothing on its own
 // (a fused plain copy would no longer match PyTorch's plain kernels), and with -fno-math-errno,
 // so that sqrt vectorises.
+#include "../internal.h"
 #include "../optim_math.h"
 
 #include "cpu.h"
-#include "elementwise.h"
+#include "tiny/device.h"
 
 namespace tiny::detail::cpu {
 
@@ -30,7 +32,7 @@ __attribute__((target("avx2,fma"))) void fused_rows(const UpdateArgs& a) {
 template <UpdateRule Rule> void run(const UpdateArgs& a) {
   dispatch_floating(a.dtype, "optimizer step", [&]<typename T>() {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (kHaveFma) return fused_rows<Rule, T>(a);
+    if (cpu_capability() == CpuCapability::Avx2) return fused_rows<Rule, T>(a);
 #endif
     plain_rows<Rule, T>(a);
   });
