@@ -145,6 +145,15 @@ inline bool chapter_prints(const std::string& line) {
   return false;
 }
 
+// True when some whole line the chapter printed matches the regular expression `pattern`
+// (for numbers that may vary in their last digits, checked against a bound instead).
+inline bool chapter_prints_matching(const std::string& pattern) {
+  const std::regex re(pattern);
+  for (const auto& l : split_lines(chapter_output().out))
+    if (std::regex_match(l, re)) return true;
+  return false;
+}
+
 // The test every chapter has: it runs, and its output matches tests/golden/<chapter>.txt.
 #define TINY_GOLDEN_TEST(Suite)                                                                    \
   TEST(Suite, RunsAndMatchesGoldenOutput) {                                                        \

@@ -435,12 +435,15 @@ Tensor get_batch(const Tensor& data, int64_t batch_size, int64_t sequence_length
     throw ValueError("get_batch: sequence_length (" + std::to_string(sequence_length) +
                      ") must be shorter than the data (" + std::to_string(n) +
                      " elements): start indices are drawn from [0, len(data) - sequence_length)");
+  Tensor x;  // (B, L)
+  // BEGIN SOLUTION ch06 get_batch
   // The document's draw, unchanged: randint's upper bound is exclusive.
   const Tensor starts = randint(n - sequence_length, {batch_size}, generator);  // (B,)
   const int64_t* start = starts.data<int64_t>();
-  Tensor x = empty({batch_size, sequence_length}, data.dtype());  // (B, L)
+  x = empty({batch_size, sequence_length}, data.dtype());
   for (int64_t b = 0; b < batch_size; ++b)
     x.select(0, b).copy_(data.narrow(0, start[b], sequence_length).detach());
+  // END SOLUTION ch06 get_batch
   if (!device.is_cuda()) return x;
   // Pinned memory lets the copy be queued (non_blocking): the GPU pulls the batch over the bus
   // while the host goes on; the pinned cache keeps the block until that copy has finished.

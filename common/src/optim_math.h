@@ -17,6 +17,7 @@
 
 #include "tiny/config.h"
 #include "tiny/dtype.h"
+#include "tiny/error.h"  // a starter copy throws NotImplementedError here
 
 namespace tiny::detail {
 
@@ -125,6 +126,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     } else if (a.weight_decay != 0) {
       g = R(madd<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
     }
+    // BEGIN SOLUTION ch06 adam_update
     const M mi = R(madd<Fused>(g, S(1 - a.beta1), R(M(m[i]) * S(a.beta1))));
     const M vi = R(madd<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * S(a.beta2))));
     m[i] = T(mi);
@@ -138,6 +140,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     }
     const M denom = R(R(R(sqrt(second)) / S(a.bias_correction2_sqrt)) + S(a.eps));
     param[i] = T(p + (F(-a.step_size) * mi) / denom);  // p.addcdiv_(m, denom, value=-step_size)
+    // END SOLUTION ch06 adam_update
   }
 }
 
