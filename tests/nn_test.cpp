@@ -157,3 +157,28 @@ TEST(Nn, ModesAndErrors) {
                                         "Only Tensors of floating point"));
   EXPECT_EQ(nn::GELU().repr(), "GELU(approximate='none')");
 }
+
+TEST(Nn, TrainingOnTheGpuFollowsTheCpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+  // The documents' train_loop, once per device from the same start and batches. cuBLAS and the
+  // CPU's BLAS add the 16 products of each row in other orders, so the losses agree to float32
+  // rounding carried through ten steps, not bit for bit.
+  std::vector<double> losses[2];
+  for (int k = 0; k < 2; ++k) {
+    const Device device = k == 0 ? Device::cpu() : Device::cuda();
+    manual_seed(0);
+    nn::Cruncher model(16, 0);
+    model.to(device);
+    optim::SGD opt(model.parameters(), {.lr = 0.01});
+    const Tensor true_w = arange(0, 16, 1, kFloat32).to(device);
+    for (int t = 0; t < 10; ++t) {
+      Tensor x = randn({4, 16}).to(device);
+      Tensor loss = mse_loss(model(x), matmul(x, true_w));
+      loss.backward();
+      opt.step();
+      opt.zero_grad();
+      losses[k].push_back(loss.item());
+    }
+  }
+  for (int t = 0; t < 10; ++t) EXPECT_NEAR(losses[1][t], losses[0][t], 1e-4 * losses[0][t]) << t;
+}
