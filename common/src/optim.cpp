@@ -32,12 +32,9 @@ const Value& lookup(const Settings& s, const std::string& name) {
   return it->second;
 }
 
-// Which tensor a parameter is: the autograd record every handle to it shares (or, for a tensor
-// that does not require grad, its memory).
-const void* identity(const Tensor& t) {
-  if (t.autograd_meta()) return t.autograd_meta().get();
-  return t.defined() ? static_cast<const char*>(t.storage()->data()) + t.storage_offset() : nullptr;
-}
+// Which tensor a parameter is: the autograd record every handle to it shares (parameters
+// require grad, so they have one).
+const void* identity(const Tensor& t) { return t.autograd_meta().get(); }
 
 }  // namespace
 
@@ -95,6 +92,14 @@ void Optimizer::add_param_group(GroupSpec spec) {
   for (const Tensor& p : spec.params) {
     if (!p.defined()) throw ValueError("optimizer got an undefined tensor as a parameter");
     if (!p.is_leaf()) throw ValueError("can't optimize a non-leaf Tensor");
+    // A tiny Tensor is a handle: the optimizer sees the gradient a user's handle receives only
+    // through the autograd record they share, which exists once requires_grad_() was called.
+    // (PyTorch accepts such a tensor and skips it while its grad is None; here that would skip it
+    // silently forever.)
+    if (!p.requires_grad())
+      throw ValueError(
+          "optimizer got a tensor that does not require grad: make it a parameter "
+          "(nn::Parameter or requires_grad_()) or leave it out");
     if (!is_floating(p.dtype()))
       throw ValueError(std::string("optimizer can only optimize floating point Tensors, got ") +
                        dtype_name(p.dtype()));
@@ -255,12 +260,18 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
 }
 
 // Adds one to the float32 step counter, as `step_t += 1` does, and returns the new count.
+// The counter is a one-element float32 CPU tensor (as in PyTorch 1.13, which keeps it a tensor
+// so that it can be saved with the rest of the state); it is updated in place, directly.
 double count_step(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
   if (it == state.end()) it = state.emplace("step", scalar_tensor(0.0, kFloat32)).first;
-  const float next = static_cast<float>(it->second.item()) + 1.0f;
-  it->second.fill_(next);
-  return next;
+  Tensor& t = it->second;
+  if (t.dtype() != kFloat32 || !t.device().is_cpu() || t.numel() != 1)
+    throw RuntimeError("optimizer state 'step' must be one float32 number on the CPU");
+  float* count = static_cast<float*>(t.data_ptr());
+  *count += 1.0f;
+  t.storage()->bump_version();
+  return *count;
 }
 
 // Runs one fused update on the parameter's device and marks every written tensor changed.
