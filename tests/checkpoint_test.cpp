@@ -20,44 +20,19 @@
 #include <vector>
 
 #include "tiny/checkpoint.h"
+#include "test_util.h"
 #include "tiny/tiny.h"
 
 namespace tiny {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh folder under the system's temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "tiny_checkpoint_test_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::read_bytes;
+using testing::TempDir;
+using testing::write_bytes;
 
 std::string fixture(const std::string& name) {
   return std::string(TINY_SOURCE_DIR) + "/tests/fixtures/safetensors/" + name;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string element_bytes(const Tensor& t) {

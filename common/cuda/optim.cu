@@ -30,14 +30,7 @@ template <UpdateRule Rule> void run(const UpdateArgs& a) {
 }  // namespace
 
 void optimizer_update(const UpdateArgs& a) {
-  switch (a.rule) {
-    case UpdateRule::Sgd: return run<UpdateRule::Sgd>(a);
-    case UpdateRule::Adagrad: return run<UpdateRule::Adagrad>(a);
-    case UpdateRule::DocumentAdaGrad: return run<UpdateRule::DocumentAdaGrad>(a);
-    case UpdateRule::Rmsprop: return run<UpdateRule::Rmsprop>(a);
-    case UpdateRule::Adam: return run<UpdateRule::Adam>(a);
-    case UpdateRule::AdamW: return run<UpdateRule::AdamW>(a);
-  }
+  visit_rule(a.rule, [&]<UpdateRule Rule>() { run<Rule>(a); });
 }
 
 }  // namespace tiny::detail::cuda

@@ -14,6 +14,8 @@
 #include "tiny/autograd.h"  // NoGradGuard
 #include "tiny/error.h"
 
+#include "mul_add.h"  // detail::mul_add: a * b + c, fused or not, as PyTorch's kernels do it
+
 namespace tiny::init {
 
 namespace {
@@ -34,20 +36,6 @@ void warn(const std::string& message) { std::cerr << "UserWarning: " << message 
 // Matching that is what makes the result bit-exact (checked against torch on 200,000 inputs
 // each for float32 and float64, both builds).
 
-template <typename M> inline M rounded_product(M a, M b) {
-#if defined(__FMA__) || defined(__aarch64__)
-  volatile M p = a * b;  // keep the compiler from fusing where PyTorch's default build did not
-  return p;
-#else
-  return a * b;
-#endif
-}
-
-template <bool kFused, typename M> inline M mul_add(M a, M b, M c) {
-  if constexpr (kFused) return std::fma(a, b, c);
-  else return rounded_product(a, b) + c;
-}
-
 template <bool kFused, typename M> M erfinv(M y) {
   constexpr M a0 = M(0.886226899), a1 = M(-1.645349621), a2 = M(0.914624893), a3 = M(-0.140543331);
   constexpr M b0 = M(-2.118377725), b1 = M(1.442710462), b2 = M(-0.329097515), b3 = M(0.012229801);
@@ -59,14 +47,18 @@ template <bool kFused, typename M> M erfinv(M y) {
   M x;
   if (y_abs <= M(0.7)) {  // the central range: a ratio of polynomials in y^2
     const M z = y * y;
-    const M num = mul_add<kFused>(mul_add<kFused>(mul_add<kFused>(a3, z, a2), z, a1), z, a0);
-    const M dem = mul_add<kFused>(
-        mul_add<kFused>(mul_add<kFused>(mul_add<kFused>(b3, z, b2), z, b1), z, b0), z, M(1));
+    const M num = detail::mul_add<kFused>(
+        detail::mul_add<kFused>(detail::mul_add<kFused>(a3, z, a2), z, a1), z, a0);
+    const M dem = detail::mul_add<kFused>(
+        detail::mul_add<kFused>(detail::mul_add<kFused>(detail::mul_add<kFused>(b3, z, b2), z, b1),
+                                z, b0),
+        z, M(1));
     x = y * num / dem;
   } else {  // the tails: a ratio of polynomials in sqrt(-log((1 - |y|) / 2))
     const M z = std::sqrt(-std::log((M(1) - y_abs) / M(2)));
-    const M num = mul_add<kFused>(mul_add<kFused>(mul_add<kFused>(c3, z, c2), z, c1), z, c0);
-    const M dem = mul_add<kFused>(mul_add<kFused>(d1, z, d0), z, M(1));
+    const M num = detail::mul_add<kFused>(
+        detail::mul_add<kFused>(detail::mul_add<kFused>(c3, z, c2), z, c1), z, c0);
+    const M dem = detail::mul_add<kFused>(detail::mul_add<kFused>(d1, z, d0), z, M(1));
     x = std::copysign(num, y) / dem;
   }
   // Newton: x -= (erf(x) - y) / erf'(x), with erf'(x) = 2 / sqrt(pi) * exp(-x^2).
@@ -86,7 +78,7 @@ void erfinv_scale_shift_clamp(T* p, int64_t n, double scale, double mean, double
   const M l = static_cast<M>(T(static_cast<M>(lo))), h = static_cast<M>(T(static_cast<M>(hi)));
   for (int64_t i = 0; i < n; ++i) {
     T v = T(erfinv<kFused>(static_cast<M>(p[i])));
-    v = T(rounded_product(static_cast<M>(v), s));  // mul_ and add_ are separate kernels
+    v = T(detail::rounded_product(static_cast<M>(v), s));  // mul_ and add_ are separate kernels
     v = T(static_cast<M>(v) + m);
     p[i] = T(std::min(std::max(static_cast<M>(v), l), h));
   }

@@ -155,6 +155,21 @@ void Optimizer::check_grad(const Tensor& p, const Tensor& g) {
                        p.device().str());
 }
 
+std::vector<Optimizer::Update> Optimizer::updates(size_t group) {
+  size_t k = 0;  // the flat index of the group's first parameter
+  for (size_t g = 0; g < group; ++g) k += groups_[g].params.size();
+  std::vector<Update> out;
+  for (const Tensor& p : groups_[group].params) {
+    const Tensor grad = p.grad();
+    if (grad.defined()) {
+      check_grad(p, grad);
+      out.push_back({p, grad, state_[k]});
+    }
+    ++k;
+  }
+  return out;
+}
+
 OptimizerState Optimizer::state_dict() const {
   OptimizerState out;
   int64_t k = 0;
@@ -327,7 +342,8 @@ void SGD::check(const Settings& s) const {
 
 void SGD::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = detail::UpdateRule::Sgd;
     a.lr = group.number("lr");
@@ -336,11 +352,10 @@ void SGD::step() {
     a.weight_decay = group.number("weight_decay");
     a.nesterov = group.flag("nesterov");
     a.maximize = group.flag("maximize");
-    for (const Tensor& p : group.params) {
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad);
-      auto& st = state(p);
+    for (const Update& u : updates(g)) {
+      const Tensor& p = u.param;
+      const Tensor& grad = u.grad;
+      auto& st = u.state;
       const Tensor* buf = nullptr;
       if (a.momentum != 0) {
         a.first_step = st.find("momentum_buffer") == st.end();
@@ -394,17 +409,17 @@ void Adagrad::check(const Settings& s) const {
 
 void Adagrad::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = detail::UpdateRule::Adagrad;
     a.weight_decay = group.number("weight_decay");
     a.eps = group.number("eps");
     a.maximize = group.flag("maximize");
-    for (const Tensor& p : group.params) {
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad);
-      auto& st = state(p);
+    for (const Update& u : updates(g)) {
+      const Tensor& p = u.param;
+      const Tensor& grad = u.grad;
+      auto& st = u.state;
       const double step = count_step(st);
       a.step_size = group.number("lr") / (1 + (step - 1) * group.number("lr_decay"));
       run_update(a, p, grad,
@@ -428,17 +443,14 @@ void AdaGrad::check(const Settings& s) const {
 
 void AdaGrad::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = detail::UpdateRule::DocumentAdaGrad;
     a.lr = group.number("lr");
     a.eps = group.number("eps");
-    for (const Tensor& p : group.params) {
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad);
-      run_update(a, p, grad, {&state_tensor(state(p), "g2", p)});
-    }
+    for (const Update& u : updates(g))
+      run_update(a, u.param, u.grad, {&state_tensor(u.state, "g2", u.param)});
   }
 }
 
@@ -478,7 +490,8 @@ void RMSprop::check(const Settings& s) const {
 
 void RMSprop::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = detail::UpdateRule::Rmsprop;
     a.lr = group.number("lr");
@@ -488,11 +501,10 @@ void RMSprop::step() {
     a.momentum = group.number("momentum");
     a.centered = group.flag("centered");
     a.maximize = group.flag("maximize");
-    for (const Tensor& p : group.params) {
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad);
-      auto& st = state(p);
+    for (const Update& u : updates(g)) {
+      const Tensor& p = u.param;
+      const Tensor& grad = u.grad;
+      auto& st = u.state;
       count_step(st);
       const Tensor* sq = &state_tensor(st, "square_avg", p);
       const Tensor* buf = a.momentum > 0 ? &state_tensor(st, "momentum_buffer", p) : nullptr;
@@ -539,7 +551,8 @@ void Adam::check(const Settings& s) const {
 
 void Adam::step() {
   NoGradGuard no_grad;
-  for (const auto& group : param_groups()) {
+  for (size_t g = 0; g < param_groups().size(); ++g) {
+    const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = decoupled_ ? detail::UpdateRule::AdamW : detail::UpdateRule::Adam;
     a.lr = group.number("lr");
@@ -550,11 +563,10 @@ void Adam::step() {
     a.weight_decay = group.number("weight_decay");
     a.amsgrad = group.flag("amsgrad");
     a.maximize = group.flag("maximize");
-    for (const Tensor& p : group.params) {
-      const Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      check_grad(p, grad);
-      auto& st = state(p);
+    for (const Update& u : updates(g)) {
+      const Tensor& p = u.param;
+      const Tensor& grad = u.grad;
+      auto& st = u.state;
       const Tensor* m = &state_tensor(st, "exp_avg", p);
       const Tensor* v = &state_tensor(st, "exp_avg_sq", p);
       const Tensor* vmax = a.amsgrad ? &state_tensor(st, "max_exp_avg_sq", p) : nullptr;

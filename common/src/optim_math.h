@@ -8,7 +8,7 @@
 //   - every op's result is rounded to the storage type T (a no-op for float and double);
 //   - each Python number becomes a value of the compute type M, as a wrapped scalar does;
 //   - where PyTorch's vectorised CPU kernels fuse a multiply and an add (add_ with alpha,
-//     addcmul_ after its first product), `madd` fuses too, but only in the copy compiled for
+//     addcmul_ after its first product), `mul_add` fuses too, but only in the copy compiled for
 //     processors with FMA: PyTorch's kernels for older processors do not fuse, and neither
 //     does our plain copy. On the GPU both fuse (nvcc contracts, as PyTorch's CUDA build does).
 #pragma once
@@ -17,6 +17,7 @@
 
 #include "tiny/config.h"
 #include "tiny/dtype.h"
+#include "mul_add.h"
 #include "tiny/error.h"  // a starter copy throws NotImplementedError here
 
 namespace tiny::detail {
@@ -42,11 +43,17 @@ struct UpdateArgs {
   bool first_step = false;  ///< SGD: the momentum buffer is the gradient itself on the first step
 };
 
-/// a * b + c: one rounding when Fused, two otherwise.
-template <bool Fused, typename M> TINY_HD inline M madd(M a, M b, M c) {
-  using std::fma;  // the float overload for float (a double fma would round differently)
-  if constexpr (Fused) return fma(a, b, c);
-  else return a * b + c;
+/// Calls `f.template operator()<Rule>()` with `rule` as a compile-time value: the one place
+/// that lists the rules, for the CPU loops and the CUDA kernel alike.
+template <typename F> void visit_rule(UpdateRule rule, F&& f) {
+  switch (rule) {
+    case UpdateRule::Sgd: return f.template operator()<UpdateRule::Sgd>();
+    case UpdateRule::Adagrad: return f.template operator()<UpdateRule::Adagrad>();
+    case UpdateRule::DocumentAdaGrad: return f.template operator()<UpdateRule::DocumentAdaGrad>();
+    case UpdateRule::Rmsprop: return f.template operator()<UpdateRule::Rmsprop>();
+    case UpdateRule::Adam: return f.template operator()<UpdateRule::Adam>();
+    case UpdateRule::AdamW: return f.template operator()<UpdateRule::AdamW>();
+  }
 }
 
 /// The update of element i. T is the storage type, M the compute type (float for the 16-bit
@@ -69,19 +76,21 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   if (a.maximize) g = -g;
   if constexpr (Rule == UpdateRule::Sgd) {
     // state[0]: momentum_buffer (when momentum != 0).
-    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));  // d_p.add(p, alpha=wd)
+    if (a.weight_decay != 0)
+      g = R(mul_add<Fused>(p, S(a.weight_decay), g));  // d_p.add(p, alpha=wd)
     if (a.momentum != 0) {
       T* buf = static_cast<T*>(a.state[0]);
-      M b = a.first_step ? g : R(madd<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * S(a.momentum))));
+      M b =
+          a.first_step ? g : R(mul_add<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * S(a.momentum))));
       buf[i] = T(b);
-      g = a.nesterov ? R(madd<Fused>(b, S(a.momentum), g)) : b;
+      g = a.nesterov ? R(mul_add<Fused>(b, S(a.momentum), g)) : b;
     }
-    param[i] = T(madd<Fused>(g, S(-a.lr), p));  // p.add_(d_p, alpha=-lr)
+    param[i] = T(mul_add<Fused>(g, S(-a.lr), p));  // p.add_(d_p, alpha=-lr)
   } else if constexpr (Rule == UpdateRule::Adagrad) {
     // state[0]: sum of squared gradients.
     T* sum = static_cast<T*>(a.state[0]);
-    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));
-    const M s = R(madd<Fused>(g, g, M(sum[i])));  // sum.addcmul_(g, g, value=1)
+    if (a.weight_decay != 0) g = R(mul_add<Fused>(p, S(a.weight_decay), g));
+    const M s = R(mul_add<Fused>(g, g, M(sum[i])));  // sum.addcmul_(g, g, value=1)
     sum[i] = T(s);
     const M stddev = R(R(sqrt(s)) + S(a.eps));         // sum.sqrt().add_(eps)
     param[i] = T(p + (F(-a.step_size) * g) / stddev);  // p.addcdiv_(g, std, value=-clr)
@@ -94,17 +103,17 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   } else if constexpr (Rule == UpdateRule::Rmsprop) {
     // state[0]: square_avg; state[1]: grad_avg (centered); state[2]: momentum_buffer.
     T* sq = static_cast<T*>(a.state[0]);
-    if (a.weight_decay != 0) g = R(madd<Fused>(p, S(a.weight_decay), g));
+    if (a.weight_decay != 0) g = R(mul_add<Fused>(p, S(a.weight_decay), g));
     const M alpha = S(a.alpha);
-    const M s = R(madd<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * alpha)));
+    const M s = R(mul_add<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * alpha)));
     sq[i] = T(s);
     M avg;
     if (a.centered) {
       T* ga = static_cast<T*>(a.state[1]);
-      const M mean = R(madd<Fused>(g, S(1 - a.alpha), R(M(ga[i]) * alpha)));
+      const M mean = R(mul_add<Fused>(g, S(1 - a.alpha), R(M(ga[i]) * alpha)));
       ga[i] = T(mean);
-      avg =
-          R(sqrt(R(madd<Fused>(-mean, mean, s))));  // square_avg.addcmul(ga, ga, value=-1).sqrt_()
+      avg = R(
+          sqrt(R(mul_add<Fused>(-mean, mean, s))));  // square_avg.addcmul(ga, ga, value=-1).sqrt_()
     } else {
       avg = R(sqrt(s));
     }
@@ -113,7 +122,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
       T* buf = static_cast<T*>(a.state[2]);
       const M b = R(R(M(buf[i]) * S(a.momentum)) + g / avg);  // buf.mul_(m).addcdiv_(g, avg)
       buf[i] = T(b);
-      param[i] = T(madd<Fused>(b, S(-a.lr), p));
+      param[i] = T(mul_add<Fused>(b, S(-a.lr), p));
     } else {
       param[i] = T(p + (F(-a.lr) * g) / avg);
     }
@@ -124,11 +133,11 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     if constexpr (Rule == UpdateRule::AdamW) {
       p = R(p * S(1 - a.lr * a.weight_decay));  // decoupled decay, first, on the old parameter
     } else if (a.weight_decay != 0) {
-      g = R(madd<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
+      g = R(mul_add<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
     }
     // BEGIN SOLUTION ch06 adam_update
-    const M mi = R(madd<Fused>(g, S(1 - a.beta1), R(M(m[i]) * S(a.beta1))));
-    const M vi = R(madd<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * S(a.beta2))));
+    const M mi = R(mul_add<Fused>(g, S(1 - a.beta1), R(M(m[i]) * S(a.beta1))));
+    const M vi = R(mul_add<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * S(a.beta2))));
     m[i] = T(mi);
     v[i] = T(vi);
     M second = vi;

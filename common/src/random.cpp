@@ -24,6 +24,7 @@
 
 #include "dispatch.h"  // check_inplace_autograd: the autograd rule for in-place writes
 #include "internal.h"  // detail::convert: PyTorch's casts between element types
+#include "mul_add.h"   // detail::mul_add: a * b + c, fused or not, as PyTorch's kernels do it
 
 namespace tiny {
 
@@ -84,26 +85,6 @@ namespace {
 
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
-// The product a * b, rounded before anything is added to it. Compiled for a processor with FMA
-// instructions (-march=native, or any AArch64 build) the compiler may fuse `a * b + c` into one
-// rounding: right for PyTorch's AVX2 kernels, wrong for its default ones; the volatile store
-// keeps the two roundings there. Plain x86-64 has no FMA instruction, so nothing is lost.
-template <typename M> inline M rounded_product(M a, M b) {
-#if defined(__FMA__) || defined(__aarch64__)
-  volatile M p = a * b;
-  return p;
-#else
-  return a * b;
-#endif
-}
-
-// `a * b + c` as each kernel family computes it: one rounding (AVX2, where the compiler fused
-// it) or two (default).
-template <bool kFused, typename M> inline M mul_add(M a, M b, M c) {
-  if constexpr (kFused) return std::fma(a, b, c);
-  else return rounded_product(a, b) + c;
-}
-
 // A uniform number in [0, 1) for element type T, in T's arithmetic type: as many low bits of
 // the draw as T's significand holds (11 for float16, 8 for bfloat16), times 2^-bits.
 template <typename T> inline opmath_t<T> unit_uniform(Generator& g) {
@@ -120,7 +101,7 @@ template <bool kFused, typename T> inline T uniform_value(Generator& g, T from, 
   using M = opmath_t<T>;
   const M x = unit_uniform<T>(g);
   const M width = static_cast<M>(T(static_cast<M>(to) - static_cast<M>(from)));
-  return T(mul_add<kFused>(x, width, static_cast<M>(from)));
+  return T(detail::mul_add<kFused>(x, width, static_cast<M>(from)));
 }
 
 // Box-Muller on one block of 16 uniforms in T (PyTorch's normal_fill_16): element j (< 8) and
@@ -153,8 +134,8 @@ template <bool kFused, typename T> void box_muller_block(T* data, T mean, T std)
       const T theta = T(static_cast<M>(kTwoPi * static_cast<double>(static_cast<M>(u2))));
       const M c = static_cast<M>(radius) * std::cos(static_cast<M>(theta));
       const M s = static_cast<M>(radius) * std::sin(static_cast<M>(theta));
-      data[j] = T(mul_add<kFused>(c, static_cast<M>(std), static_cast<M>(mean)));
-      data[j + 8] = T(mul_add<kFused>(s, static_cast<M>(std), static_cast<M>(mean)));
+      data[j] = T(detail::mul_add<kFused>(c, static_cast<M>(std), static_cast<M>(mean)));
+      data[j + 8] = T(detail::mul_add<kFused>(s, static_cast<M>(std), static_cast<M>(mean)));
     }
   }
 }
@@ -385,8 +366,9 @@ void normal_fill(const Tensor& t, double mean, double std, Generator& g) {
   if (n < 16 || !t.is_contiguous()) {
     // The serial kernel: float64 Box-Muller with the cached second value, mean and std applied
     // in float64, then one cast to T.
-    for_each_in_memory_order<T>(
-        t, [&](T& x) { x = detail::convert<T>(mul_add<kFused>(g.normal_double(), std, mean)); });
+    for_each_in_memory_order<T>(t, [&](T& x) {
+      x = detail::convert<T>(detail::mul_add<kFused>(g.normal_double(), std, mean));
+    });
     return;
   }
   T* p = static_cast<T*>(t.data_ptr());

@@ -99,6 +99,15 @@ class Optimizer {
   int64_t index_of(const Tensor& param) const;
   /// Raises unless `param`'s gradient can be used: same shape, dtype and device.
   static void check_grad(const Tensor& param, const Tensor& grad);
+  /// A parameter with a gradient, and its state, as step() visits them.
+  struct Update {
+    const Tensor& param;
+    Tensor grad;
+    std::map<std::string, Tensor>& state;
+  };
+  /// The parameters of param_groups()[group] that have a gradient (each checked by check_grad),
+  /// in order, with their state.
+  std::vector<Update> updates(size_t group);
 
  private:
   std::string name_;
