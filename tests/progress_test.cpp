@@ -148,6 +148,30 @@ TEST(Progress, TerminalModeRedrawsInPlaceAtMostTenTimesASecond) {
             "train: 100%|####################| 1000/1000 [00:00<00:00, 1001.00it/s, loss=0.5]\n");
 }
 
+TEST(Progress, WriteWipesTheBarPrintsTheLineAndRedrawsIt) {
+  ProgressEnv env(nullptr);
+  std::ostringstream out;
+  double now = 0;
+  Progress bar(10, "train", fake(out, ProgressMode::Terminal, &now));
+  bar.update(1, 2.0);
+  const std::string drawn = out.str();  // "\rtrain:  10%|..."
+  ::testing::internal::CaptureStdout();
+  bar.write("step 1: loss 2.0");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "step 1: loss 2.0\n");
+  // After the first draw: a carriage return, blanks over the old line, a carriage return, then
+  // the bar again, so the text sits above an intact bar.
+  const std::string after = out.str().substr(drawn.size());
+  EXPECT_EQ(after.substr(0, drawn.size() + 1), "\r" + std::string(drawn.size() - 1, ' ') + "\r");
+  EXPECT_EQ(after.substr(drawn.size() + 1), drawn);
+  // Not on a terminal: only the text.
+  std::ostringstream quiet;
+  Progress off(10, "train", fake(quiet, ProgressMode::Off, &now));
+  ::testing::internal::CaptureStdout();
+  off.write("hello");
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "hello\n");
+  EXPECT_EQ(quiet.str(), "");
+}
+
 TEST(Progress, ChecksItsArguments) {
   std::ostringstream out;
   double now = 0;

@@ -409,9 +409,10 @@ static void router() {
       for (int64_t f = 0; f < F; ++f)
         for (int c = 0; c < 4; ++c)
           gap = std::max(gap, std::fabs(model.weight.detach().at({c, f}) - W[f * 4 + c]));
-      std::printf(
-          "step %4d: loss %.4f, largest gap between optim::AdamW and the hand-written AdamW %.1e\n",
-          step, loss.item(), gap);
+      progress.write(
+          strprintf("step %4d: loss %.4f, largest gap between optim::AdamW and the hand-written "
+                    "AdamW %.1e",
+                    step, loss.item(), gap));
     }
   }
   progress.close();

@@ -156,6 +156,18 @@ void Progress::draw_terminal(bool final) {
   last_draw_ = t;
 }
 
+void Progress::write(const std::string& text) {
+  const bool redraw = mode_ == ProgressMode::Terminal && !closed_ && last_draw_ >= 0;
+  if (redraw) {
+    *out_ << '\r' << std::string(last_length_, ' ') << '\r';
+    out_->flush();
+  }
+  std::fputs(text.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (redraw) draw_terminal(false);
+}
+
 void Progress::close() {
   if (closed_) return;
   closed_ = true;

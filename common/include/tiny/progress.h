@@ -77,6 +77,9 @@ class Progress {
   /// Records that `step` steps are done (0..total; ValueError outside), with the latest loss
   /// when given, and redraws if the mode says it is time.
   void update(int64_t step, std::optional<double> loss = std::nullopt);
+  /// Prints `text` (a line, '\n' added) on stdout without tearing the bar, as tqdm.write does:
+  /// on a terminal the bar is wiped first and redrawn under the text.
+  void write(const std::string& text);
   /// Draws the final state and ends the line (Terminal mode); later calls do nothing.
   void close();
   /// The mode in effect (after resolve_progress_mode()).
