@@ -118,6 +118,20 @@ TEST(Nn, LinearInitAndForwardMatchTheirDefinitions) {
       "mat1 and mat2 shapes cannot be multiplied (2x4 and 5x3)"));
 }
 
+TEST(Nn, LinearStartsWithPyTorchsNumbers) {
+  // torch.manual_seed(0); torch.nn.Linear(5, 3): weight then bias, from PyTorch 1.13 (float.hex).
+  const double weight[15] = {-0x1.b6db36p-9, 0x1.eb533ep-3,  -0x1.78e92cp-2, -0x1.510558p-2,
+                             -0x1.60c2a6p-3, 0x1.eb3506p-4,  -0x1.225922p-7, 0x1.6b19e4p-2,
+                             -0x1.451ed0p-5, 0x1.e4b6bcp-4,  -0x1.14cb84p-3, -0x1.6810dep-4,
+                             -0x1.b57facp-2, -0x1.2f4a38p-2, -0x1.798d6cp-3};
+  const double bias[3] = {0x1.0f6c78p-6, 0x1.6a15bcp-3, 0x1.12c74ap-2};
+  manual_seed(0);
+  nn::Linear layer(5, 3);
+  const std::vector<double> w = layer.weight.detach().flatten().tolist();
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(w[i], weight[i]) << "weight element " << i;
+  for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(layer.bias.detach().at({i}), bias[i]) << "bias " << i;
+}
+
 TEST(Nn, ToConvertsEveryParameterAndKeepsThemTrainable) {
   Net net;
   net.to(kFloat64);
