@@ -60,13 +60,16 @@ class Module {
   /// copy converts dtype and device to the parameter's own.
   void load_state_dict(const StateDict& state, bool strict = true);
 
-  /// Moves (or converts) every parameter, keeping requires_grad; returns *this.
+  /// Moves every parameter to `device`, keeping requires_grad; returns *this.
   Module& to(Device device);
+  /// Converts every parameter to floating `dtype`, keeping requires_grad; returns *this.
   Module& to(DType dtype);
   /// Training mode on or off, for this module and its descendants (dropout-like modules read
   /// it; none of the ones here behave differently).
   Module& train(bool on = true);
+  /// train(false).
   Module& eval() { return train(false); }
+  /// True in training mode (the default).
   bool is_training() const { return training_; }
   /// Clears every parameter's gradient (to undefined, or to zeros).
   void zero_grad(bool set_to_none = true);
@@ -75,6 +78,7 @@ class Module {
   std::string repr() const;
   /// The text inside a leaf's parentheses (`in_features=3, out_features=4, bias=True`).
   virtual std::string extra_repr() const { return ""; }
+  /// The name the repr prints ("Linear").
   const std::string& type_name() const { return type_name_; }
 
  protected:
@@ -106,19 +110,22 @@ class Module {
 /// range, drawn in that order from `gen`.
 class Linear : public Module {
  public:
+  /// A layer from `in_features` to `out_features`, its parameters of `dtype`, drawn from `gen`.
   Linear(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = kFloat32,
          Generator& gen = default_generator());
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  Tensor weight;  ///< (out_features, in_features)
-  Tensor bias;    ///< (out_features), or undefined
-  int64_t in_features, out_features;
+  Tensor weight;         ///< (out_features, in_features)
+  Tensor bias;           ///< (out_features), or undefined
+  int64_t in_features;   ///< the size of an input row
+  int64_t out_features;  ///< the size of an output row
 };
 
 /// The documents' linear layer: y = x @ W with W (in, out) drawn as randn(in, out) / sqrt(in)
 /// (the Xavier scaling that keeps the output's size independent of `in`), no bias.
 class XavierLinear : public Module {
  public:
+  /// A layer from `input_dim` to `output_dim`, its weight drawn from `gen`.
   XavierLinear(int64_t input_dim, int64_t output_dim, Generator& gen = default_generator());
   Tensor forward(const Tensor& input) override;
   Tensor weight;  ///< (input_dim, output_dim)
@@ -130,9 +137,13 @@ class ModuleList : public Module {
   ModuleList() : Module("ModuleList") {}
   /// Appends `module` and returns *this.
   ModuleList& append(std::shared_ptr<Module> module);
+  /// The number of modules.
   int64_t size() const { return static_cast<int64_t>(items_.size()); }
+  /// Module i (negative i counts from the end; IndexError outside).
   const std::shared_ptr<Module>& operator[](int64_t i) const;
+  /// The first module, for range-for.
   auto begin() const { return items_.begin(); }
+  /// Past the last module.
   auto end() const { return items_.end(); }
 
  private:
@@ -143,7 +154,9 @@ class ModuleList : public Module {
 class Sequential : public Module {
  public:
   Sequential() : Module("Sequential") {}
+  /// `modules`, registered as "0", "1", ... in order.
   explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  /// Appends `module` and returns *this.
   Sequential& append(std::shared_ptr<Module> module);
   Tensor forward(const Tensor& input) override;
 
@@ -171,10 +184,11 @@ class GELU : public Module {
 /// Its state_dict names are layers.0.weight, ..., final.weight.
 class Cruncher : public Module {
  public:
+  /// `num_layers` (dim, dim) layers and a (dim, 1) head, drawn in that order from `gen`.
   Cruncher(int64_t dim, int64_t num_layers, Generator& gen = default_generator());
   Tensor forward(const Tensor& x) override;
-  std::shared_ptr<ModuleList> layers;
-  std::shared_ptr<XavierLinear> final;
+  std::shared_ptr<ModuleList> layers;   ///< the square layers, "layers.0", "layers.1", ...
+  std::shared_ptr<XavierLinear> final;  ///< the head, "final"
 };
 
 }  // namespace tiny::nn

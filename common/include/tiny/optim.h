@@ -32,17 +32,19 @@ using Settings = std::map<std::string, Value>;
 /// Parameters with the settings that differ from the optimizer's defaults:
 /// `{{model.weight}, {{"weight_decay", 0.3}}}`.
 struct GroupSpec {
-  std::vector<Tensor> params;
-  Settings settings = {};
+  std::vector<Tensor> params;  ///< the group's parameters
+  Settings settings = {};      ///< overrides of the optimizer's defaults, by name
 };
 
 /// A parameter group as the optimizer keeps it: every setting filled in.
 struct ParamGroup {
-  std::vector<Tensor> params;
-  Settings settings;
-  /// A numeric setting (raises KeyError-like ValueError for a missing or non-numeric one).
+  std::vector<Tensor> params;  ///< the group's parameters
+  Settings settings;           ///< every setting, the defaults filled in
+  /// A numeric setting (ValueError for a missing one or one of another kind).
   double number(const std::string& name) const;
+  /// A True/False setting (ValueError for a missing one or one of another kind).
   bool flag(const std::string& name) const;
+  /// A pair setting, Adam's "betas" (ValueError for a missing one or one of another kind).
   std::array<double, 2> pair(const std::string& name) const;
   /// Sets a numeric setting (a learning-rate schedule writes "lr" here).
   void set(const std::string& name, Value value);
@@ -51,7 +53,9 @@ struct ParamGroup {
 /// optimizer.state_dict(): per-parameter state by index (in group order), and each group's
 /// settings with the indices of its parameters.
 struct OptimizerState {
+  /// Per parameter index (counting through the groups in order): its state by key.
   std::map<int64_t, std::map<std::string, Tensor>> state;
+  /// Per group: its settings, and the indices of its parameters.
   std::vector<std::pair<Settings, std::vector<int64_t>>> param_groups;
 };
 
@@ -68,14 +72,19 @@ class Optimizer {
   /// to zeros.
   void zero_grad(bool set_to_none = true);
 
+  /// The groups, in order; their settings may be changed between steps (a schedule's "lr").
   std::vector<ParamGroup>& param_groups() { return groups_; }
+  /// The groups, in order.
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// The settings a group gets unless it overrides them.
   const Settings& defaults() const { return defaults_; }
   /// Adds a group (its settings checked and completed from the defaults).
   void add_param_group(GroupSpec group);
   /// The state of `param` (created empty on first use): "step", "exp_avg", ...
   std::map<std::string, Tensor>& state(const Tensor& param);
 
+  /// The state and the groups (optimizer.state_dict()); the tensors are the optimizer's own,
+  /// not copies (save_checkpoint writes them out).
   OptimizerState state_dict() const;
   /// Restores state saved by state_dict() from an optimizer built over the same parameters:
   /// same number of groups, same sizes. Tensors are copied to each parameter's device, and
@@ -101,9 +110,9 @@ class Optimizer {
   static void check_grad(const Tensor& param, const Tensor& grad);
   /// A parameter with a gradient, and its state, as step() visits them.
   struct Update {
-    const Tensor& param;
-    Tensor grad;
-    std::map<std::string, Tensor>& state;
+    const Tensor& param;                   ///< the parameter
+    Tensor grad;                           ///< its gradient (checked)
+    std::map<std::string, Tensor>& state;  ///< its state, by key
   };
   /// The parameters of param_groups()[group] that have a gradient (each checked by check_grad),
   /// in order, with their state.
@@ -117,18 +126,27 @@ class Optimizer {
   std::vector<GroupSpec> pending_;                    // until init_groups()
 };
 
+// The settings of each optimizer have PyTorch's names and defaults; a group may override any
+// of them by name (GroupSpec::settings). Two constructors each: all parameters in one group,
+// or a list of groups with the settings given here as their defaults.
+
 /// The settings of SGD, with PyTorch's defaults.
 struct SGDOptions {
-  double lr = 1e-3;  ///< PyTorch 1.13 requires lr; 2.x defaults to 1e-3
-  double momentum = 0, dampening = 0, weight_decay = 0;
-  bool nesterov = false, maximize = false;
+  double lr = 1e-3;         ///< learning rate (PyTorch 1.13 requires it; 2.x defaults to 1e-3)
+  double momentum = 0;      ///< weight of the running average of updates (0: none)
+  double dampening = 0;     ///< the new gradient enters the average times (1 - dampening)
+  double weight_decay = 0;  ///< L2 penalty: the gradient gains weight_decay * p
+  bool nesterov = false;    ///< step with g + momentum * buffer (Nesterov's momentum)
+  bool maximize = false;    ///< climb the objective instead (the gradient's sign flipped)
 };
 /// Stochastic gradient descent, with momentum, dampening, Nesterov and (coupled) weight decay
 /// (torch.optim.SGD). p -= lr * d, d = g + wd p, or the momentum buffer b = m b + (1 - damp) d.
 class SGD : public Optimizer {
  public:
-  using Options = SGDOptions;
+  using Options = SGDOptions;  ///< its settings
+  /// All of `params` in one group.
   SGD(std::vector<Tensor> params, Options options);
+  /// Several groups, each with its own overrides of `defaults`.
   SGD(std::vector<GroupSpec> groups, Options defaults);
   void step() override;
 
@@ -138,14 +156,20 @@ class SGD : public Optimizer {
 
 /// The settings of Adagrad, with PyTorch's defaults.
 struct AdagradOptions {
-  double lr = 1e-2, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0, eps = 1e-10;
-  bool maximize = false;
+  double lr = 1e-2;                      ///< learning rate
+  double lr_decay = 0;                   ///< step t uses lr / (1 + (t - 1) lr_decay)
+  double weight_decay = 0;               ///< L2 penalty added to the gradient
+  double initial_accumulator_value = 0;  ///< the sum of squares starts here
+  double eps = 1e-10;                    ///< added to sqrt(sum), outside the square root
+  bool maximize = false;                 ///< climb the objective instead
 };
 /// PyTorch's Adagrad: sum += g^2; p -= clr * g / (sqrt(sum) + eps), clr = lr / (1 + (t-1) lr_decay).
 class Adagrad : public Optimizer {
  public:
-  using Options = AdagradOptions;
+  using Options = AdagradOptions;  ///< its settings
+  /// All of `params` in one group.
   Adagrad(std::vector<Tensor> params, Options options = {});
+  /// Several groups, each with its own overrides of `defaults`.
   Adagrad(std::vector<GroupSpec> groups, Options defaults);
   void step() override;
 
@@ -153,16 +177,18 @@ class Adagrad : public Optimizer {
   void check(const Settings& s) const override;
 };
 
-/// The settings of AdaGrad, with PyTorch's defaults.
+/// The settings of the documents' AdaGrad.
 struct AdaGradOptions {
-  double lr = 1e-2, eps = 1e-5;
+  double lr = 1e-2;   ///< learning rate
+  double eps = 1e-5;  ///< added to g2 inside the square root (the documents' 1e-5)
 };
 /// The documents' AdaGrad: g2 += g^2; p -= lr * g / sqrt(g2 + eps). Its epsilon (1e-5 in the
 /// documents) sits inside the square root, where PyTorch's Adagrad adds 1e-10 outside it.
 /// State: "g2".
 class AdaGrad : public Optimizer {
  public:
-  using Options = AdaGradOptions;
+  using Options = AdaGradOptions;  ///< its settings
+  /// All of `params` in one group.
   AdaGrad(std::vector<Tensor> params, Options options = {});
   void step() override;
 
@@ -172,15 +198,22 @@ class AdaGrad : public Optimizer {
 
 /// The settings of RMSprop, with PyTorch's defaults.
 struct RMSpropOptions {
-  double lr = 1e-2, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0;
-  bool centered = false, maximize = false;
+  double lr = 1e-2;         ///< learning rate
+  double alpha = 0.99;      ///< decay of the running average of g^2
+  double eps = 1e-8;        ///< added to the root mean square
+  double weight_decay = 0;  ///< L2 penalty added to the gradient
+  double momentum = 0;      ///< weight of a running average of the steps (0: none)
+  bool centered = false;    ///< divide by the standard deviation (the mean gradient removed)
+  bool maximize = false;    ///< climb the objective instead
 };
 /// RMSprop: v = alpha v + (1 - alpha) g^2; p -= lr g / (sqrt(v) + eps), optionally centered
 /// (v minus the squared mean gradient) and with momentum (torch.optim.RMSprop).
 class RMSprop : public Optimizer {
  public:
-  using Options = RMSpropOptions;
+  using Options = RMSpropOptions;  ///< its settings
+  /// All of `params` in one group.
   RMSprop(std::vector<Tensor> params, Options options = {});
+  /// Several groups, each with its own overrides of `defaults`.
   RMSprop(std::vector<GroupSpec> groups, Options defaults);
   void step() override;
 
@@ -188,37 +221,52 @@ class RMSprop : public Optimizer {
   void check(const Settings& s) const override;
 };
 
-/// The settings of Adam, with PyTorch's defaults.
+/// The settings of Adam, with PyTorch's defaults (the group setting "betas" holds beta1, beta2).
 struct AdamOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
-  bool amsgrad = false, maximize = false;
+  double lr = 1e-3;         ///< learning rate
+  double beta1 = 0.9;       ///< decay of the running average of g
+  double beta2 = 0.999;     ///< decay of the running average of g^2
+  double eps = 1e-8;        ///< added after the bias-corrected square root
+  double weight_decay = 0;  ///< Adam: L2 penalty added to the gradient
+  bool amsgrad = false;     ///< divide by the largest v so far (AMSGrad)
+  bool maximize = false;    ///< climb the objective instead
 };
 /// Adam, and AdamW (decoupled weight decay): m and v, the running averages of g and g^2,
 /// bias-corrected; p -= lr m_hat / (sqrt(v_hat) + eps). Adam's weight decay adds wd p to the
 /// gradient; AdamW's multiplies p by (1 - lr wd) first (PyTorch's order: see optim_math.h).
 class Adam : public Optimizer {
  public:
-  using Options = AdamOptions;
+  using Options = AdamOptions;  ///< its settings
+  /// All of `params` in one group.
   Adam(std::vector<Tensor> params, Options options = {});
+  /// Several groups, each with its own overrides of `defaults`.
   Adam(std::vector<GroupSpec> groups, Options defaults);
   void step() override;
 
  protected:
+  /// For AdamW: the same state and settings under another name.
   Adam(std::string name, std::vector<GroupSpec> groups, Options defaults);
   void check(const Settings& s) const override;
-  bool decoupled_ = false;
+  bool decoupled_ = false;  ///< AdamW's decay (p *= 1 - lr wd) instead of Adam's L2 term
 };
 
-/// The settings of AdamW, with PyTorch's defaults.
+/// The settings of AdamW, with PyTorch's defaults: Adam's, with weight decay 0.01.
 struct AdamWOptions {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 1e-2;
-  bool amsgrad = false, maximize = false;
+  double lr = 1e-3;            ///< learning rate
+  double beta1 = 0.9;          ///< decay of the running average of g
+  double beta2 = 0.999;        ///< decay of the running average of g^2
+  double eps = 1e-8;           ///< added after the bias-corrected square root
+  double weight_decay = 1e-2;  ///< decoupled: p is multiplied by (1 - lr weight_decay) first
+  bool amsgrad = false;        ///< divide by the largest v so far (AMSGrad)
+  bool maximize = false;       ///< climb the objective instead
 };
 /// AdamW: Adam with decoupled weight decay, default 0.01 (torch.optim.AdamW).
 class AdamW : public Adam {
  public:
-  using Options = AdamWOptions;
+  using Options = AdamWOptions;  ///< its settings
+  /// All of `params` in one group.
   AdamW(std::vector<Tensor> params, Options options = {});
+  /// Several groups, each with its own overrides of `defaults`.
   AdamW(std::vector<GroupSpec> groups, Options defaults);
 };
 

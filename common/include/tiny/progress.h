@@ -23,10 +23,10 @@ namespace tiny {
 
 /// How a Progress shows itself.
 enum class ProgressMode {
-  Auto,      ///< Terminal when the stream is a terminal, else Off (TINY_PROGRESS may change it)
-  Terminal,  ///< one line, redrawn in place with '\r', at most every `min_interval` seconds
-  Plain,     ///< a full line (ending in '\n') each time another `plain_every_percent` is done
-  Off,       ///< nothing
+  Auto,  ///< Terminal when the stream is a terminal, else Off (TINY_PROGRESS may change it)
+  Terminal,  ///< one line, redrawn in place with a carriage return, at most every `min_interval` seconds
+  Plain,  ///< a full line (ending in '\n') each time another `plain_every_percent` is done
+  Off,    ///< nothing
 };
 
 /// Settings of a Progress; the defaults are what a training loop wants.
@@ -52,7 +52,7 @@ ProgressMode resolve_progress_mode(ProgressMode requested, bool is_terminal);
 std::string format_duration(double seconds);
 
 /// The progress line for `step` of `total` steps after `elapsed` seconds, with `loss` as a
-/// postfix when given (no '\r', no newline). Pure, so tests can check it digit for digit:
+/// postfix when given (no a carriage return, no newline). Pure, so tests can check it digit for digit:
 /// format_progress("train", 420, 1000, 0.1234, 12.0, 20) is
 /// "train:  42%|########            | 420/1000 [00:12<00:16, 35.00it/s, loss=0.1234]".
 /// A rate below one step per second is shown as seconds per step ("2.50s/it"); before any time
