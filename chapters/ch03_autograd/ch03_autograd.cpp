@@ -200,7 +200,7 @@ static void recorded_graph() {
   Tensor z = matmul(relu(matmul(x, W1)), w2);
   walk(z.grad_fn(), 0);
 
-  // The graph is rebuilt on every forward pass, so ordinary control flow shapes it.
+  // Each forward pass records a new graph, so plain control flow decides its shape.
   Tensor W = eye(2).requires_grad_();
   for (int repeats : {1, 3}) {
     Tensor h = x;
