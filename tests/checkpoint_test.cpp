@@ -515,6 +515,26 @@ TEST(Checkpoint, LoadingSaysWhichNameShapeOrDtypeIsWrongAndChangesNothing) {
     optim::AdamW one_group(same.parameters());
     EXPECT_THROW(load_checkpoint(path, same, one_group), ValueError);
   }
+  // Metadata that parses as JSON but holds nonsense: an out-of-range number, a missing key.
+  {
+    TensorFile file = load_safetensors(path);
+    auto groups = file.metadata.at("optimizer.param_groups");
+    groups.replace(groups.find("0.01"), 4, "1e999");
+    file.metadata["optimizer.param_groups"] = groups;
+    const std::string bad = dir.file("bad.safetensors");
+    save_safetensors(bad, file.tensors, file.metadata);
+    Trained target(5);
+    try {
+      load_checkpoint(bad, *target.model, *target.opt);
+      ADD_FAILURE() << "loaded lr = 1e999";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a finite number: 1e999"), std::string::npos)
+          << e.what();
+    }
+    file.metadata.erase("optimizer");
+    save_safetensors(bad, file.tensors, file.metadata);
+    EXPECT_THROW(load_checkpoint(bad, *target.model, *target.opt), RuntimeError);
+  }
   // A damaged file is refused by the reader before anything is loaded.
   std::string bytes = read_bytes(path);
   write_bytes(path, bytes.substr(0, bytes.size() / 2));

@@ -322,6 +322,8 @@ TEST(Optim, ErrorsArePyTorchs) {
   Tensor w = leaf(ones({2}));
   EXPECT_THROW_MSG(optim::AdamW({w}, {.lr = -1.0}), ValueError, "Invalid learning rate: -1.0");
   EXPECT_THROW_MSG(optim::AdamW({w}, {.eps = -1.0}), ValueError, "Invalid epsilon value: -1.0");
+  EXPECT_THROW_MSG(optim::AdamW({w}, {.lr = std::nan("")}), ValueError,
+                   "Invalid learning rate: nan");
   EXPECT_THROW_MSG(optim::AdamW({w}, {.beta1 = 1.0}), ValueError,
                    "Invalid beta parameter at index 0: 1.0");
   EXPECT_THROW_MSG(optim::AdamW({w}, {.beta2 = 1.0}), ValueError,

@@ -8,6 +8,7 @@
 // the header, never recurses deeper than kMaxDepth, and explains the first thing it rejects.
 #include "tiny/checkpoint.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 
@@ -794,9 +795,13 @@ std::string groups_json(const optim::OptimizerState& state) {
 double json_number(const Json& v, const std::string& what) {
   if (v.kind != Json::Kind::Number)
     throw RuntimeError(what + " must be a number, got " + kind_name(v.kind));
-  size_t used = 0;
-  const double d = std::stod(v.text, &used);
-  if (used != v.text.size()) throw RuntimeError(what + " is not a number: " + v.text);
+  // strtod, not stod: a number out of double's range ("1e999") is an error here, not an
+  // exception of another kind.
+  char* end = nullptr;
+  errno = 0;
+  const double d = std::strtod(v.text.c_str(), &end);
+  if (end != v.text.c_str() + v.text.size() || errno == ERANGE || !std::isfinite(d))
+    throw RuntimeError(what + " is not a finite number: " + v.text);
   return d;
 }
 
@@ -874,7 +879,8 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::
     } else if (starts_with(name, kStatePrefix)) {
       const std::string rest = name.substr(std::strlen(kStatePrefix));
       const size_t dot = rest.find('.');
-      if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") != dot)
+      if (dot == 0 || dot == std::string::npos || dot > 18 ||
+          rest.find_first_not_of("0123456789") != dot)
         throw RuntimeError(where + ": '" + name + "' is not optimizer.state.<index>.<key>");
       state.state[std::stoll(rest.substr(0, dot))][rest.substr(dot + 1)] = t;
     } else {

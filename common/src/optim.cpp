@@ -329,12 +329,15 @@ SGD::SGD(std::vector<GroupSpec> groups, Options o)
   init_groups();
 }
 
+// The range checks are written `!(x >= 0)`, as PyTorch writes `not 0.0 <= x`, so that a NaN
+// setting is refused too.
 void SGD::check(const Settings& s) const {
   ParamGroup g{{}, s};
-  if (g.number("lr") < 0) throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
-  if (g.number("momentum") < 0)
+  if (!(g.number("lr") >= 0))
+    throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
+  if (!(g.number("momentum") >= 0))
     throw ValueError("Invalid momentum value: " + tiny::repr(g.number("momentum")));
-  if (g.number("weight_decay") < 0)
+  if (!(g.number("weight_decay") >= 0))
     throw ValueError("Invalid weight_decay value: " + tiny::repr(g.number("weight_decay")));
   if (g.flag("nesterov") && (g.number("momentum") <= 0 || g.number("dampening") != 0))
     throw ValueError("Nesterov momentum requires a momentum and zero dampening");
@@ -395,15 +398,16 @@ Adagrad::Adagrad(std::vector<GroupSpec> groups, Options o)
 
 void Adagrad::check(const Settings& s) const {
   ParamGroup g{{}, s};
-  if (g.number("lr") < 0) throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
-  if (g.number("lr_decay") < 0)
+  if (!(g.number("lr") >= 0))
+    throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
+  if (!(g.number("lr_decay") >= 0))
     throw ValueError("Invalid lr_decay value: " + tiny::repr(g.number("lr_decay")));
-  if (g.number("weight_decay") < 0)
+  if (!(g.number("weight_decay") >= 0))
     throw ValueError("Invalid weight_decay value: " + tiny::repr(g.number("weight_decay")));
-  if (g.number("initial_accumulator_value") < 0)
+  if (!(g.number("initial_accumulator_value") >= 0))
     throw ValueError("Invalid initial_accumulator_value value: " +
                      tiny::repr(g.number("initial_accumulator_value")));
-  if (g.number("eps") < 0)
+  if (!(g.number("eps") >= 0))
     throw ValueError("Invalid epsilon value: " + tiny::repr(g.number("eps")));
 }
 
@@ -436,8 +440,9 @@ AdaGrad::AdaGrad(std::vector<Tensor> params, Options o)
 
 void AdaGrad::check(const Settings& s) const {
   ParamGroup g{{}, s};
-  if (g.number("lr") < 0) throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
-  if (g.number("eps") < 0)
+  if (!(g.number("lr") >= 0))
+    throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
+  if (!(g.number("eps") >= 0))
     throw ValueError("Invalid epsilon value: " + tiny::repr(g.number("eps")));
 }
 
@@ -477,14 +482,15 @@ RMSprop::RMSprop(std::vector<GroupSpec> groups, Options o)
 
 void RMSprop::check(const Settings& s) const {
   ParamGroup g{{}, s};
-  if (g.number("lr") < 0) throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
-  if (g.number("eps") < 0)
+  if (!(g.number("lr") >= 0))
+    throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
+  if (!(g.number("eps") >= 0))
     throw ValueError("Invalid epsilon value: " + tiny::repr(g.number("eps")));
-  if (g.number("momentum") < 0)
+  if (!(g.number("momentum") >= 0))
     throw ValueError("Invalid momentum value: " + tiny::repr(g.number("momentum")));
-  if (g.number("weight_decay") < 0)
+  if (!(g.number("weight_decay") >= 0))
     throw ValueError("Invalid weight_decay value: " + tiny::repr(g.number("weight_decay")));
-  if (g.number("alpha") < 0)
+  if (!(g.number("alpha") >= 0))
     throw ValueError("Invalid alpha value: " + tiny::repr(g.number("alpha")));
 }
 
@@ -538,14 +544,15 @@ Adam::Adam(std::string name, std::vector<GroupSpec> groups, Options o)
 void Adam::check(const Settings& s) const {
   ParamGroup g{{}, s};
   const auto betas = g.pair("betas");
-  if (g.number("lr") < 0) throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
-  if (g.number("eps") < 0)
+  if (!(g.number("lr") >= 0))
+    throw ValueError("Invalid learning rate: " + tiny::repr(g.number("lr")));
+  if (!(g.number("eps") >= 0))
     throw ValueError("Invalid epsilon value: " + tiny::repr(g.number("eps")));
   if (!(betas[0] >= 0 && betas[0] < 1))
     throw ValueError("Invalid beta parameter at index 0: " + tiny::repr(betas[0]));
   if (!(betas[1] >= 0 && betas[1] < 1))
     throw ValueError("Invalid beta parameter at index 1: " + tiny::repr(betas[1]));
-  if (g.number("weight_decay") < 0)
+  if (!(g.number("weight_decay") >= 0))
     throw ValueError("Invalid weight_decay value: " + tiny::repr(g.number("weight_decay")));
 }
 
