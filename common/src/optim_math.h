@@ -4,13 +4,15 @@
 // PyTorch runs an optimizer step as a chain of tensor ops (mul_, add_, addcmul_, sqrt, div,
 // add_, addcdiv_), each a full pass over memory that rounds its result to the parameter's
 // dtype. Here the whole chain runs in one pass, element by element, but rounds at exactly the
-// same places, so the result is the same bits at a quarter of the memory traffic:
+// same places, so the result is the same bits for a fraction of the memory traffic:
 //   - every op's result is rounded to the storage type T (a no-op for float and double);
-//   - each Python number becomes a value of the compute type M, as a wrapped scalar does;
+//   - each Python number becomes a value of the tensor's dtype first, as a wrapped scalar does
+//     (S below), except addcmul_'s and addcdiv_'s `value`, which stays in the compute type (F);
 //   - where PyTorch's vectorised CPU kernels fuse a multiply and an add (add_ with alpha,
 //     addcmul_ after its first product), `mul_add` fuses too, but only in the copy compiled for
 //     processors with FMA: PyTorch's kernels for older processors do not fuse, and neither
-//     does our plain copy. On the GPU both fuse (nvcc contracts, as PyTorch's CUDA build does).
+//     does our plain copy. On the GPU mul_add always fuses, as nvcc fuses PyTorch's CUDA
+//     kernels; optim.cu is compiled with --fmad=false so that nothing else is.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // gradient and its state, element by element (../optim_math.h says how that stays bitwise equal
 // to PyTorch's chain of ops).
 //
-// Each rule is compiled twice: plainly, and for processors with AVX2 and FMA, where madd is one
+// Each rule is compiled twice: plainly, and for processors with AVX2 and FMA, where mul_add is one
 // fused instruction, as in PyTorch's AVX2 kernels; cpu_capability() (device.h) picks the copy
 // at run time, as PyTorch picks its own.
 // This file is compiled with -ffp-contract=off, so that the compiler fuses nothing on its own
