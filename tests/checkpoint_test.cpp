@@ -27,17 +27,13 @@ namespace tiny {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::element_bytes;
 using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
 
 std::string fixture(const std::string& name) {
   return std::string(TINY_SOURCE_DIR) + "/tests/fixtures/safetensors/" + name;
-}
-
-std::string element_bytes(const Tensor& t) {
-  const Tensor c = t.cpu().contiguous();
-  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
 // Same names in the same order, and each tensor the same dtype, shape and bytes.

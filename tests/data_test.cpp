@@ -25,19 +25,13 @@ namespace tiny {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::element_bytes;
 using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
 
 std::string fixture(const std::string& name) {
   return std::string(TINY_SOURCE_DIR) + "/tests/fixtures/npy/" + name;
-}
-
-// The bytes of a tensor's elements in row-major order: equal bytes mean equal values, -0.0 and
-// every bit of a float16 included.
-std::string element_bytes(const Tensor& t) {
-  const Tensor c = t.cpu().contiguous();
-  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
 void expect_same(const Tensor& actual, const Tensor& expected) {

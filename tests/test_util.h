@@ -171,6 +171,13 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The bytes of a tensor's elements in row-major order: equal bytes mean equal values, -0.0 and
+// every bit of a float16 included.
+inline std::string element_bytes(const Tensor& t) {
+  const Tensor c = t.cpu().contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
 // A file's bytes, and a file made of `bytes`.
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
