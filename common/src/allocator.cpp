@@ -100,10 +100,14 @@ class CachingAllocator {
     return p;
   }
 
-  void free(void* p, size_t nbytes) {
+  void free(void* p, size_t nbytes, MemoryCategory category) {
     const size_t cls = size_class(nbytes == 0 ? 1 : nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
-    stats_.allocated -= accounted_bytes(nbytes);
+    const int64_t bytes = accounted_bytes(nbytes);
+    stats_.allocated -= bytes;
+    stats_.requested -= static_cast<int64_t>(nbytes);
+    stats_.category_allocated[index(category)] -= bytes;
+    stats_.category_requested[index(category)] -= static_cast<int64_t>(nbytes);
     if (cached_bytes_ + cls > source_.max_cached) {
       source_.release(p);
       stats_.reserved -= static_cast<int64_t>(cls);
@@ -113,6 +117,19 @@ class CachingAllocator {
     cached_bytes_ += cls;
   }
 
+  void recategorize(size_t nbytes, MemoryCategory from, MemoryCategory to) {
+    if (from == to) return;
+    const int64_t bytes = accounted_bytes(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.category_allocated[index(from)] -= bytes;
+    stats_.category_requested[index(from)] -= static_cast<int64_t>(nbytes);
+    int64_t& now = stats_.category_allocated[index(to)];
+    now += bytes;
+    stats_.category_requested[index(to)] += static_cast<int64_t>(nbytes);
+    int64_t& peak = stats_.category_max_allocated[index(to)];
+    peak = std::max(peak, now);
+  }
+
   MemoryStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_;
@@ -120,6 +137,16 @@ class CachingAllocator {
   void reset_peak() {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.max_allocated = stats_.allocated;
+    for (int c = 0; c < kMemoryCategories; ++c)
+      stats_.category_max_allocated[c] = stats_.category_allocated[c];
+  }
+  // The peak of `allocated` since the previous call (a timeline's samples each report the
+  // highest point reached since the sample before, so no transient peak goes unseen).
+  int64_t take_interval_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t peak = interval_max_;
+    interval_max_ = stats_.allocated;
+    return peak;
   }
   void release_all() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -127,10 +154,22 @@ class CachingAllocator {
   }
 
  private:
+  static int index(MemoryCategory c) { return static_cast<int>(c); }
+
+  // A new block is a temporary until something (a parameter, a gradient, a saved tensor) says
+  // otherwise.
   void count(size_t nbytes) {
+    const int64_t bytes = accounted_bytes(nbytes);
     ++stats_.allocations;
-    stats_.allocated += accounted_bytes(nbytes);
+    stats_.allocated += bytes;
+    stats_.requested += static_cast<int64_t>(nbytes);
     stats_.max_allocated = std::max(stats_.max_allocated, stats_.allocated);
+    interval_max_ = std::max(interval_max_, stats_.allocated);
+    const int t = index(MemoryCategory::temporaries);
+    stats_.category_allocated[t] += bytes;
+    stats_.category_requested[t] += static_cast<int64_t>(nbytes);
+    stats_.category_max_allocated[t] =
+        std::max(stats_.category_max_allocated[t], stats_.category_allocated[t]);
   }
   void release_all_locked() {
     for (auto& [cls, blocks] : free_blocks_) {
@@ -145,6 +184,7 @@ class CachingAllocator {
   std::mutex mutex_;
   std::map<size_t, std::vector<void*>> free_blocks_;  // size class -> cached blocks
   size_t cached_bytes_ = 0;
+  int64_t interval_max_ = 0;
   MemoryStats stats_;
 };
 
@@ -178,10 +218,39 @@ void* allocate(size_t nbytes, Device device, bool pinned) {
   if (pinned && !device.is_cpu()) throw RuntimeError("only CPU memory can be pinned");
   return allocator_for(device, pinned).allocate(nbytes);
 }
-void deallocate(void* ptr, size_t nbytes, Device device, bool pinned) {
-  allocator_for(device, pinned).free(ptr, nbytes);
+void deallocate(void* ptr, size_t nbytes, Device device, bool pinned, MemoryCategory category) {
+  allocator_for(device, pinned).free(ptr, nbytes, category);
+}
+void recategorize(size_t nbytes, Device device, bool pinned, MemoryCategory from,
+                  MemoryCategory to) {
+  allocator_for(device, pinned).recategorize(nbytes, from, to);
+}
+int64_t take_interval_peak(Device device) {
+  return allocator_for(device, false).take_interval_peak();
 }
 }  // namespace detail
+
+const char* memory_category_name(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::weights: return "weights";
+    case MemoryCategory::gradients: return "gradients";
+    case MemoryCategory::optimizer_state: return "optimizer state";
+    case MemoryCategory::activations: return "activations";
+    case MemoryCategory::temporaries: return "temporaries";
+  }
+  throw ValueError("unknown memory category " + std::to_string(static_cast<int>(category)));
+}
+
+int64_t memory_allocated(MemoryCategory category, Device device) {
+  const int c = static_cast<int>(category);
+  if (c >= kMemoryCategories) memory_category_name(category);  // raises
+  return memory_stats(device).category_allocated[c];
+}
+int64_t max_memory_allocated(MemoryCategory category, Device device) {
+  const int c = static_cast<int>(category);
+  if (c >= kMemoryCategories) memory_category_name(category);
+  return memory_stats(device).category_max_allocated[c];
+}
 
 MemoryStats memory_stats(Device device) { return allocator_for(device, false).stats(); }
 MemoryStats pinned_memory_stats() { return allocator_for(Device::cpu(), true).stats(); }

@@ -7,6 +7,8 @@
 
 #include "autograd_internal.h"
 #include "internal.h"
+#include "memory_internal.h"
+#include "tiny/memory.h"
 
 namespace tiny {
 
@@ -14,10 +16,13 @@ namespace {
 
 thread_local bool t_grad_mode = true;
 
+// One entry of the saved-tensor hooks stack: a user's pack/unpack pair, or a checkpoint frame.
 struct HookPair {
   SavedTensorsHooks::Hook pack, unpack;
+  std::shared_ptr<detail::CheckpointFrame> frame;
 };
 thread_local std::vector<HookPair> t_hooks;
+thread_local const char* t_saving_op = nullptr;
 
 const char* kBackwardTwice =
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -74,6 +79,7 @@ class AccumulateGrad : public Node {
     // The first gradient is copied into fresh memory, so that no other tensor shares it; later
     // ones are added out of place.
     meta->grad = meta->grad.defined() ? add(meta->grad, grad) : grad.clone();
+    meta->grad.storage()->set_role(MemoryCategory::gradients);
     return {};
   }
 
@@ -137,7 +143,8 @@ NoGradGuard::NoGradGuard() : previous_(t_grad_mode) { t_grad_mode = false; }
 NoGradGuard::~NoGradGuard() { t_grad_mode = previous_; }
 
 SavedTensorsHooks::SavedTensorsHooks(Hook pack, Hook unpack) {
-  t_hooks.push_back({std::move(pack), std::move(unpack)});
+  if (!pack || !unpack) throw ValueError("saved_tensors_hooks: pack and unpack must be callables");
+  t_hooks.push_back({std::move(pack), std::move(unpack), nullptr});
 }
 SavedTensorsHooks::~SavedTensorsHooks() { t_hooks.pop_back(); }
 
@@ -163,7 +170,12 @@ Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined() && grad.shape() != shape_)
     throw RuntimeError("assigned grad has data of a different size");
-  ensure_autograd_meta().grad = grad;
+  AutogradMeta& meta = ensure_autograd_meta();
+  // The old gradient, if anything else still holds it, is no longer one.
+  if (meta.grad.defined() && meta.grad.storage()->category() == MemoryCategory::gradients)
+    meta.grad.storage()->set_role(MemoryCategory::temporaries);
+  meta.grad = grad;
+  if (grad.defined()) grad.storage()->set_role(MemoryCategory::gradients);
 }
 
 std::shared_ptr<Node> Tensor::grad_fn() const { return autograd_ ? autograd_->grad_fn : nullptr; }
@@ -187,31 +199,79 @@ bool should_record(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-SavedTensor::SavedTensor(const Tensor& t) {
-  if (!t.defined()) return;
-  storage_ = t.storage();
-  version_ = storage_->version();
-  shape_ = t.shape();
-  dtype_ = t.dtype();
-  packed_ = t.detach();
-  if (!t_hooks.empty()) {
-    packed_ = t_hooks.back().pack(packed_);
-    unpack_hook_ = t_hooks.back().unpack;
+// What one saved tensor keeps. The storage it was saved from is held weakly: when a pack hook
+// replaced the tensor (moved it, or a checkpoint dropped it), the original memory must be free
+// to go, and memory nobody holds cannot be modified in place.
+struct SavedTensor::Kept {
+  Tensor packed;  // what the hook returned (the detached tensor itself without hooks)
+  SavedTensorsHooks::Hook unpack_hook;
+  std::shared_ptr<CheckpointFrame> frame;  // set instead of `packed` inside a checkpoint
+  int64_t index = 0;
+  std::weak_ptr<Storage> storage;
+  uint64_t version = 0;
+  Shape shape;
+  DType dtype = kFloat32;
+
+  // The graph keeps `packed` for backward: its storage counts as an activation while it does.
+  void mark() const {
+    if (packed.defined()) packed.storage()->add_saved(1);
   }
+  ~Kept() {
+    if (packed.defined()) packed.storage()->add_saved(-1);
+  }
+};
+
+const char* saving_op() { return t_saving_op; }
+
+SavedTensor::SavedTensor(const Tensor& t, const char* op) {
+  if (!t.defined()) return;
+  auto kept = std::make_shared<Kept>();
+  kept->storage = t.storage();
+  kept->version = t.storage()->version();
+  kept->shape = t.shape();
+  kept->dtype = t.dtype();
+  Tensor detached = t.detach();
+  if (t_hooks.empty()) {
+    kept->packed = std::move(detached);
+  } else if (const HookPair& hooks = t_hooks.back(); hooks.frame) {
+    kept->frame = hooks.frame;
+    kept->index = hooks.frame->pack(detached);
+  } else {
+    // The hook may save the tensor anywhere, or throw; the op name is there for it to read.
+    struct Naming {
+      const char* previous = t_saving_op;
+      explicit Naming(const char* name) { t_saving_op = name; }
+      ~Naming() { t_saving_op = previous; }
+    } naming(op);
+    kept->packed = hooks.pack(detached);
+    kept->unpack_hook = hooks.unpack;
+  }
+  kept->mark();
+  kept_ = std::move(kept);
 }
 
 Tensor SavedTensor::unpack() const {
-  if (!storage_) return Tensor();
-  if (storage_->version() != version_)
+  if (!kept_) return Tensor();
+  const Kept& k = *kept_;
+  if (auto storage = k.storage.lock(); storage && storage->version() != k.version)
     throw RuntimeError(
         "one of the variables needed for gradient computation has been modified "
         "by an inplace operation: [torch." +
-        std::string(dtype_name(dtype_)) + " " + shape_str(shape_) +
+        std::string(dtype_name(k.dtype)) + " " + shape_str(k.shape) +
         "], which is output 0 of its producer, is at version " +
-        std::to_string(storage_->version()) + "; expected version " + std::to_string(version_) +
+        std::to_string(storage->version()) + "; expected version " + std::to_string(k.version) +
         " instead.");
-  return unpack_hook_ ? unpack_hook_(packed_) : packed_;
+  if (k.frame) return k.frame->unpack(k.index);
+  return k.unpack_hook ? k.unpack_hook(k.packed) : k.packed;
 }
+
+CheckpointHooks::CheckpointHooks(std::shared_ptr<CheckpointFrame> frame) {
+  t_hooks.push_back({nullptr, nullptr, std::move(frame)});
+}
+CheckpointHooks::~CheckpointHooks() { t_hooks.pop_back(); }
+
+GradModeGuard::GradModeGuard(bool enabled) : previous_(t_grad_mode) { t_grad_mode = enabled; }
+GradModeGuard::~GradModeGuard() { t_grad_mode = previous_; }
 
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
             double forward_flops, double backward_flops) {
@@ -228,6 +288,7 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   meta.grad_fn =
       std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
                                      std::move(backward), std::move(shapes), std::move(dtypes));
+  timeline_sample(name);
 }
 
 Tensor record_view(Tensor out, const Tensor& in, const char* name,
@@ -297,6 +358,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
                        detail::shape_str(root.shape()) + ".");
   }
   NoGradGuard no_grad;  // the backward pass itself is not recorded
+  MemoryPhase phase("backward");
   const Edge start = edge_for(root);
 
   // Count, for every node reachable from the root, how many edges lead into it; a node may run
@@ -330,6 +392,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       grads.erase(found);
       input_grads = n->apply(g);
     }
+    // What the node saved is freed as soon as it has run, as in PyTorch: activations leave
+    // memory one by one as backward walks back through the forward pass.
+    if (!retain_graph) n->release_saved();
     const auto& next = n->next_functions();
     for (size_t i = 0; i < next.size(); ++i) {
       Node* child = next[i].fn.get();
@@ -342,12 +407,15 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
       }
       if (--pending[child] == 0) ready.push_back(child);
     }
+    input_grads.clear();
+    detail::timeline_sample(n->name().c_str());
   }
   if (!retain_graph)
     for (Node* n : visited) n->release_saved();
 }
 
 void zero_grad(const std::vector<Tensor>& params, bool set_to_none) {
+  MemoryPhase phase("zero_grad");
   for (const Tensor& p : params) {
     if (!p.grad().defined()) continue;
     if (set_to_none) {
@@ -357,6 +425,7 @@ void zero_grad(const std::vector<Tensor>& params, bool set_to_none) {
       p.grad().zero_();
     }
   }
+  detail::timeline_sample("zero_grad");
 }
 
 }  // namespace tiny

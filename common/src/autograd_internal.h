@@ -20,21 +20,56 @@ bool should_record(std::initializer_list<const Tensor*> inputs);
 
 /// A tensor kept for the backward pass: detached (so the graph has no cycles), passed through
 /// the saved-tensor hooks, and checked on use against in-place changes since it was saved.
+/// While kept, its storage counts as an activation (allocator.h) unless it has another role.
+/// Copies share one record, so a rule's closure may copy it freely.
 class SavedTensor {
  public:
   SavedTensor() = default;
-  /// Saves `t` (an undefined `t` saves nothing).
-  explicit SavedTensor(const Tensor& t);
+  /// Saves `t` for the node `op` (PyTorch's node name, e.g. "MmBackward0"); an undefined `t`
+  /// saves nothing.
+  SavedTensor(const Tensor& t, const char* op);
   /// The saved tensor, through the unpack hook; RuntimeError if it was modified in place.
   Tensor unpack() const;
 
  private:
-  Tensor packed_;
-  std::function<Tensor(const Tensor&)> unpack_hook_;
-  std::shared_ptr<Storage> storage_;
-  uint64_t version_ = 0;
-  Shape shape_;
-  DType dtype_ = kFloat32;
+  struct Kept;
+  std::shared_ptr<const Kept> kept_;
+};
+
+/// The name of the node whose tensor is being saved, while a pack hook runs (else null).
+const char* saving_op();
+
+/// What a checkpointed region (memory.h's checkpoint) does with the tensors its ops save:
+/// instead of keeping them, it hands out an index and recomputes the tensor when backward asks.
+class CheckpointFrame {
+ public:
+  virtual ~CheckpointFrame() = default;
+  /// Called instead of keeping `t`; returns the index unpack() will be asked for.
+  virtual int64_t pack(const Tensor& t) = 0;
+  /// The tensor saved as `index`, recomputed if need be.
+  virtual Tensor unpack(int64_t index) = 0;
+};
+
+/// While alive, tensors saved for backward go to `frame` (the innermost saved-tensor hooks win,
+/// as with SavedTensorsHooks).
+class CheckpointHooks {
+ public:
+  explicit CheckpointHooks(std::shared_ptr<CheckpointFrame> frame);
+  ~CheckpointHooks();
+  CheckpointHooks(const CheckpointHooks&) = delete;
+  CheckpointHooks& operator=(const CheckpointHooks&) = delete;
+};
+
+/// Sets grad mode to `enabled` for its lifetime (torch.enable_grad when true).
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool enabled);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
+
+ private:
+  bool previous_;
 };
 
 /// A backward rule: gradient of the output -> gradient of each input.

@@ -149,8 +149,8 @@ void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Te
   auto kept = [mask](uint8_t keep) { return (keep & kAlways) || (keep & mask); };
   std::array<SavedTensor, 3> saved;
   for (int k = 0; k < n; ++k)
-    if (kept(d.keep[k])) saved[k] = SavedTensor(*in[k]);
-  SavedTensor saved_result(kept(d.keep_result) ? out : Tensor());
+    if (kept(d.keep[k])) saved[k] = SavedTensor(*in[k], op.info.node);
+  SavedTensor saved_result(kept(d.keep_result) ? out : Tensor(), op.info.node);
   const double numel = static_cast<double>(out.numel());
   double backward_flops = 0;
   for (int k = 0; k < n; ++k) backward_flops += needs[k] ? d.flops[k] * numel : 0;

@@ -35,7 +35,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
     out = sub(shifted, log(sum(exp(shifted), {dim}, true)));
   }
   if (detail::should_record({&x})) {
-    SavedTensor so(out);
+    SavedTensor so(out, "LogSoftmaxBackward0");
     detail::record(
         out, "LogSoftmaxBackward0", {x},
         [so, dim](const Tensor& g) {
@@ -57,7 +57,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
     out = div(e, sum(e, {dim}, true));
   }
   if (detail::should_record({&x})) {
-    SavedTensor so(out);
+    SavedTensor so(out, "SoftmaxBackward0");
     detail::record(
         out, "SoftmaxBackward0", {x},
         [so, dim](const Tensor& g) {
@@ -79,7 +79,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
     out = mean(mul(d, d));
   }
   if (detail::should_record({&input, &target})) {
-    SavedTensor si(input), st(target);
+    SavedTensor si(input, "MseLossBackward0"), st(target, "MseLossBackward0");
     const double n = n_of(input);
     detail::record(
         out, "MseLossBackward0", {input, target},
@@ -105,7 +105,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
     out = mean(add(sub(relu(logits), mul(logits, target)), softplus_tail));
   }
   if (detail::should_record({&logits, &target})) {
-    SavedTensor sx(logits), sy(target);
+    const char* node = "BinaryCrossEntropyWithLogitsBackward0";
+    SavedTensor sx(logits, node), sy(target, node);
     const double n = n_of(logits);
     detail::record(
         out, "BinaryCrossEntropyWithLogitsBackward0", {logits, target},

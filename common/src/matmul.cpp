@@ -87,7 +87,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   else out = product_values(a, b);
   if (!detail::should_record({&a, &b})) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+  SavedTensor sa(gb ? a : Tensor(), name), sb(ga ? b : Tensor(), name);
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1));
   detail::record(
       out, name, {a, b},

@@ -21,6 +21,7 @@ Tensor Parameter(const Tensor& data, bool requires_grad) {
     throw RuntimeError("Only Tensors of floating point and complex dtype can require gradients");
   Tensor leaf = data.detach();
   leaf.requires_grad_(requires_grad);
+  leaf.storage()->set_role(MemoryCategory::weights);  // its bytes count as weights (allocator.h)
   return leaf;
 }
 

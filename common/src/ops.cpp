@@ -371,7 +371,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
       0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
   if (detail::should_record({&a, &b})) {
     // The gradient goes to a where the condition holds and to b elsewhere.
-    detail::SavedTensor c(condition);
+    detail::SavedTensor c(condition, "WhereBackward0");
     detail::record(
         out, "WhereBackward0", {a, b},
         [c](const Tensor& g) {

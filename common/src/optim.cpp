@@ -9,7 +9,9 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "memory_internal.h"
 #include "tiny/autograd.h"
+#include "tiny/memory.h"
 #include "tiny/error.h"
 #include "tiny/format.h"
 
@@ -18,6 +20,23 @@ namespace tiny::optim {
 // ---- settings -----------------------------------------------------------------------------
 
 namespace {
+
+// Marks a tensor an optimizer keeps as optimizer state, for the memory accounting.
+Tensor as_state(Tensor t) {
+  t.storage()->set_role(MemoryCategory::optimizer_state);
+  return t;
+}
+
+// The library's optimizers run step() inside one: a memory timeline's samples meanwhile are in
+// the phase "optimizer step", and one more, named after the optimizer, is taken at the end.
+struct StepPhase {
+  const std::string& name;
+  MemoryPhase phase{"optimizer step"};
+  explicit StepPhase(const std::string& n) : name(n) {}
+  ~StepPhase() { detail::timeline_sample(name.c_str()); }
+  StepPhase(const StepPhase&) = delete;
+  StepPhase& operator=(const StepPhase&) = delete;
+};
 
 std::string value_repr(const Value& v) {
   if (const bool* b = std::get_if<bool>(&v)) return *b ? "True" : "False";
@@ -113,6 +132,8 @@ void Optimizer::add_param_group(GroupSpec spec) {
         throw ValueError("optimizer contains a parameter group with duplicate parameters");
     group.params.push_back(p);
   }
+  // What an optimizer updates is a weight, whatever made it (accounting, allocator.h).
+  for (const Tensor& p : group.params) p.storage()->set_role(MemoryCategory::weights);
   groups_.push_back(std::move(group));
   size_t total = 0;
   for (const auto& g : groups_) total += g.params.size();
@@ -223,7 +244,7 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
         if (t.numel() != 1)
           throw ValueError("loaded state for parameter " + std::to_string(index) +
                            ": 'step' must hold one number, it has " + std::to_string(t.numel()));
-        dst[key] = t.detach().to(kFloat32).cpu().clone();
+        dst[key] = as_state(t.detach().to(kFloat32).cpu().clone());
         continue;
       }
       if (t.shape() != p.shape())
@@ -232,7 +253,7 @@ void Optimizer::load_state_dict(const OptimizerState& saved) {
                          " but the parameter has shape " + detail::shape_str(p.shape()));
       Tensor copy = empty(p.shape(), is_floating(t.dtype()) ? p.dtype() : t.dtype(), p.device());
       copy.copy_(t.detach());
-      dst[key] = copy;
+      dst[key] = as_state(copy);
     }
   }
   for (size_t i = 0; i < groups_.size(); ++i)
@@ -260,8 +281,7 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
                      const Tensor& param, double fill = 0.0) {
   auto it = state.find(key);
   if (it == state.end()) {
-    Tensor t = full(param.shape(), fill, param.dtype(), param.device());
-    return state[key] = t;
+    return state[key] = as_state(full(param.shape(), fill, param.dtype(), param.device()));
   }
   Tensor& t = it->second;
   // A user may have replaced a state tensor: the kernel reads numel() elements of each, so
@@ -279,7 +299,7 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
 // so that it can be saved with the rest of the state); it is updated in place, directly.
 double count_step(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
-  if (it == state.end()) it = state.emplace("step", scalar_tensor(0.0, kFloat32)).first;
+  if (it == state.end()) it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
   Tensor& t = it->second;
   if (t.dtype() != kFloat32 || !t.device().is_cpu() || t.numel() != 1)
     throw RuntimeError("optimizer state 'step' must be one float32 number on the CPU");
@@ -344,6 +364,7 @@ void SGD::check(const Settings& s) const {
 }
 
 void SGD::step() {
+  const StepPhase phase(name());
   NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const ParamGroup& group = param_groups()[g];
@@ -391,7 +412,7 @@ Adagrad::Adagrad(std::vector<GroupSpec> groups, Options o)
   for (const auto& group : param_groups())
     for (const Tensor& p : group.params) {
       auto& st = state(p);
-      st["step"] = scalar_tensor(0.0, kFloat32);
+      st["step"] = as_state(scalar_tensor(0.0, kFloat32));
       state_tensor(st, "sum", p, group.number("initial_accumulator_value"));
     }
 }
@@ -412,6 +433,7 @@ void Adagrad::check(const Settings& s) const {
 }
 
 void Adagrad::step() {
+  const StepPhase phase(name());
   NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const ParamGroup& group = param_groups()[g];
@@ -447,6 +469,7 @@ void AdaGrad::check(const Settings& s) const {
 }
 
 void AdaGrad::step() {
+  const StepPhase phase(name());
   NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const ParamGroup& group = param_groups()[g];
@@ -495,6 +518,7 @@ void RMSprop::check(const Settings& s) const {
 }
 
 void RMSprop::step() {
+  const StepPhase phase(name());
   NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const ParamGroup& group = param_groups()[g];
@@ -557,6 +581,7 @@ void Adam::check(const Settings& s) const {
 }
 
 void Adam::step() {
+  const StepPhase phase(name());
   NoGradGuard no_grad;
   for (size_t g = 0; g < param_groups().size(); ++g) {
     const ParamGroup& group = param_groups()[g];

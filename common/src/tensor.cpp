@@ -28,7 +28,29 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::shared_ptr<void>
 // External memory is released by its owner (the shared_ptr member); only the allocator's own
 // blocks go back to it.
 Storage::~Storage() {
-  if (!owner_) detail::deallocate(data_, nbytes_, device_, pinned_);
+  if (!owner_) detail::deallocate(data_, nbytes_, device_, pinned_, category());
+}
+
+void Storage::set_role(MemoryCategory role) {
+  if (role == MemoryCategory::activations)
+    throw ValueError("activations is not a role: a tensor becomes one by being saved for backward");
+  if (static_cast<int>(role) >= kMemoryCategories)
+    memory_category_name(role);  // raises for a value outside the enum
+  const MemoryCategory before = category();
+  role_ = role;
+  recount(before);
+}
+
+void Storage::add_saved(int delta) {
+  const MemoryCategory before = category();
+  saved_ += delta;
+  recount(before);
+}
+
+// Memory from outside the allocator (a mapped file) is in no counter, so it has nothing to move.
+void Storage::recount(MemoryCategory before) {
+  const MemoryCategory now = category();
+  if (!owner_ && now != before) detail::recategorize(nbytes_, device_, pinned_, before, now);
 }
 
 // ---- Scalar and IndexList ---------------------------------------------------------------------

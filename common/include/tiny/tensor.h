@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "tiny/allocator.h"
 #include "tiny/device.h"
 #include "tiny/dtype.h"
 #include "tiny/error.h"
@@ -59,7 +60,24 @@ class Storage {
   /// True when the memory came from outside the allocator (the constructor with an owner).
   bool external() const { return owner_ != nullptr; }
 
+  /// The category the allocator counts this block's bytes in: its role, except that a
+  /// temporary the autograd graph keeps for backward counts as an activation while it is kept.
+  MemoryCategory category() const {
+    return role_ == MemoryCategory::temporaries && saved_ > 0 ? MemoryCategory::activations
+                                                              : role_;
+  }
+  /// Gives the block a role: weights, gradients, optimizer state, or temporaries again.
+  /// (MemoryCategory::activations is not a role: saving a tensor for backward makes it one.)
+  void set_role(MemoryCategory role);
+  /// One more (`delta` = 1) or one fewer (-1) autograd node keeps this block for backward.
+  void add_saved(int delta);
+
  private:
+  // Moves the bytes between the allocator's category counters after a change of category.
+  void recount(MemoryCategory before);
+
+  MemoryCategory role_ = MemoryCategory::temporaries;
+  int32_t saved_ = 0;
   std::shared_ptr<void> owner_;  // set for external memory, which the allocator must not free
   void* data_ = nullptr;
   size_t nbytes_ = 0;

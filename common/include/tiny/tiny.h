@@ -15,6 +15,7 @@
 #include "tiny/format.h"
 #include "tiny/functional.h"
 #include "tiny/init.h"
+#include "tiny/memory.h"
 #include "tiny/nn.h"
 #include "tiny/ops.h"
 #include "tiny/op_table.h"

@@ -1,0 +1,445 @@
+// memory_test.cpp: memory accounting by category, the timeline, the saved-tensor log and
+// activation checkpointing. The expected bytes are counted independently, from the tensors the
+// test itself holds (each distinct storage once); PyTorch's own saved tensors for the same
+// models are in tests/fixtures/ch07_pytorch.txt (written by ch07_pytorch.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "test_util.h"
+#include "tiny/tiny.h"
+
+using namespace tiny;
+using tiny::testing::throws_with;
+using tiny::testing::uniform_int;
+
+namespace {
+
+constexpr int kCats = kMemoryCategories;
+int idx(MemoryCategory c) { return static_cast<int>(c); }
+
+// The allocator's counters relative to a starting point (other tests' tensors, the caches).
+struct Counts {
+  int64_t allocated[kCats] = {};
+  int64_t requested[kCats] = {};
+};
+Counts now_minus(const MemoryStats& base) {
+  const MemoryStats s = memory_stats();
+  Counts c;
+  for (int k = 0; k < kCats; ++k) {
+    c.allocated[k] = s.category_allocated[k] - base.category_allocated[k];
+    c.requested[k] = s.category_requested[k] - base.category_requested[k];
+  }
+  return c;
+}
+
+// What the accounting should say for `held`: each distinct storage once, in the category the
+// test itself assigns (`role`, from how it made the tensor; activations for a temporary that a
+// live graph saved), rounded up to 512 bytes as PyTorch's allocator rounds ("requested" is not
+// rounded).
+Counts expected_for(const std::vector<Tensor>& held,
+                    const std::map<const Storage*, MemoryCategory>& role,
+                    const std::set<const Storage*>& saved) {
+  Counts c;
+  std::set<const Storage*> seen;
+  for (const Tensor& t : held) {
+    const Storage* s = t.storage().get();
+    if (!seen.insert(s).second) continue;
+    auto it = role.find(s);
+    MemoryCategory cat = it == role.end() ? MemoryCategory::temporaries : it->second;
+    if (cat == MemoryCategory::temporaries && saved.count(s)) cat = MemoryCategory::activations;
+    const int64_t n = static_cast<int64_t>(s->nbytes());
+    c.allocated[idx(cat)] += (n + 511) / 512 * 512;
+    c.requested[idx(cat)] += n;
+  }
+  return c;
+}
+
+void expect_equal(const Counts& got, const Counts& want, const std::string& where) {
+  for (int k = 0; k < kCats; ++k) {
+    EXPECT_EQ(got.allocated[k], want.allocated[k])
+        << where << ": " << memory_category_name(static_cast<MemoryCategory>(k));
+    EXPECT_EQ(got.requested[k], want.requested[k])
+        << where << ": " << memory_category_name(static_cast<MemoryCategory>(k));
+  }
+}
+
+int64_t rounded(int64_t n) { return (n + 511) / 512 * 512; }
+
+}  // namespace
+
+TEST(Memory, CategoriesNameThemselves) {
+  EXPECT_STREQ(memory_category_name(MemoryCategory::weights), "weights");
+  EXPECT_STREQ(memory_category_name(MemoryCategory::optimizer_state), "optimizer state");
+  EXPECT_TRUE(throws_with<ValueError>([] { memory_category_name(static_cast<MemoryCategory>(9)); },
+                                      "unknown memory category 9"));
+  Tensor t = zeros({4});
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { t.storage()->set_role(MemoryCategory::activations); }, "not a role"));
+}
+
+// A new tensor is a temporary; a parameter is a weight; a view adds no bytes; the gradient of a
+// leaf and an optimizer's state land in their categories; freeing gives the bytes back.
+TEST(Memory, EachRoleIsCountedWhereItBelongs) {
+  const MemoryStats base = memory_stats();
+  Tensor w = nn::Parameter(randn({30, 50}));  // 6000 bytes: 6144 after rounding
+  Tensor x = randn({7, 30});                  // 840 bytes
+  Counts c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::weights)], 6000);
+  EXPECT_EQ(c.allocated[idx(MemoryCategory::weights)], 6144);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::temporaries)], 840);
+  Tensor view = w.T().slice(0, 1, 20);  // a view: no new storage
+  Tensor reshaped = x.view({30, 7});
+  c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::weights)], 6000);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::temporaries)], 840);
+
+  Tensor y = matmul(x, w);  // saves x for w's gradient: x is an activation while the graph lives
+  c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::activations)], 840);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::temporaries)], 7 * 50 * 4);
+  y.sum().backward();  // the graph is freed: x is a temporary again; w.grad is a gradient
+  c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::activations)], 0);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::gradients)], 6000);
+
+  optim::AdamW opt({w}, {});
+  opt.step();  // m and v (6000 bytes each) and a 4-byte step counter
+  c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::optimizer_state)], 12004);
+  EXPECT_EQ(c.allocated[idx(MemoryCategory::optimizer_state)], 2 * 6144 + 512);
+  opt.zero_grad();
+  c = now_minus(base);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::gradients)], 0);
+  // Everything the test holds, counted from the tensors themselves.
+  expect_equal(now_minus(base),
+               expected_for({w, x, view, reshaped, y, opt.state(w)["exp_avg"],
+                             opt.state(w)["exp_avg_sq"], opt.state(w)["step"]},
+                            {{w.storage().get(), MemoryCategory::weights},
+                             {opt.state(w)["exp_avg"].storage().get(), MemoryCategory::optimizer_state},
+                             {opt.state(w)["exp_avg_sq"].storage().get(), MemoryCategory::optimizer_state},
+                             {opt.state(w)["step"].storage().get(), MemoryCategory::optimizer_state}},
+                            {}),
+               "after zero_grad");
+}
+
+// Random sequences of ops, views, saved graphs, backward passes, frees and reuse from the
+// cache: after every step the counters equal what the test itself holds, category by category.
+TEST(Memory, AccountingFollowsRandomSequences) {
+  TINY_SEEDED(rng);
+  const MemoryStats base = memory_stats();
+  std::map<const Storage*, MemoryCategory> role;  // the test's own record of each storage's role
+  auto made = [&](Tensor t, MemoryCategory r) {
+    role[t.storage().get()] = r;
+    return t;
+  };
+  // A graph out = exp(t * p) keeps t (for p's gradient), p (when t needs a gradient too) and its
+  // own result (exp's derivative is its result).
+  struct Graph {
+    Tensor out;
+    std::vector<Tensor> saved;
+  };
+  std::vector<Tensor> alive;
+  std::vector<Graph> graphs;
+  auto pick = [&](auto& v) { return static_cast<size_t>(uniform_int(rng, 0, v.size() - 1)); };
+  for (int step = 0; step < 400; ++step) {
+    const int what = static_cast<int>(uniform_int(rng, 0, 7));
+    const Shape shape = {uniform_int(rng, 1, 40), uniform_int(rng, 1, 40)};
+    if (what == 0 || alive.empty()) {
+      alive.push_back(made(randn(shape), MemoryCategory::temporaries));
+    } else if (what == 1) {
+      alive.push_back(made(nn::Parameter(randn(shape)), MemoryCategory::weights));
+    } else if (what == 2) {  // a view (transpose) or a reshape, which may copy
+      const Tensor& t = alive[pick(alive)];
+      Tensor v = t.dim() == 2 ? t.T().reshape({-1}) : t.view({-1});
+      if (v.storage() != t.storage()) made(v, MemoryCategory::temporaries);
+      alive.push_back(v);
+    } else if (what == 3) {
+      const Tensor t = alive[pick(alive)];
+      Tensor p = made(nn::Parameter(randn(t.shape())), MemoryCategory::weights);
+      alive.push_back(p);
+      Graph g{made(exp(mul(t, p)), MemoryCategory::temporaries), {t}};
+      if (t.requires_grad()) g.saved.push_back(p);
+      g.saved.push_back(g.out);
+      graphs.push_back(std::move(g));
+    } else if (what == 4 && !graphs.empty()) {  // backward frees what the graph saved
+      const size_t i = pick(graphs);
+      graphs[i].out.sum().backward();
+      graphs.erase(graphs.begin() + static_cast<std::ptrdiff_t>(i));
+      for (const Tensor& t : alive)
+        if (t.grad().defined()) role[t.grad().storage().get()] = MemoryCategory::gradients;
+    } else if (what == 5 && !graphs.empty()) {  // a graph dropped unused
+      graphs.erase(graphs.begin() + static_cast<std::ptrdiff_t>(pick(graphs)));
+    } else if (what == 6) {
+      alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(pick(alive)));
+    } else {
+      for (Tensor& t : alive)
+        if (t.is_leaf() && t.requires_grad() && uniform_int(rng, 0, 1)) t.set_grad(Tensor());
+    }
+    std::vector<Tensor> held = alive;
+    std::set<const Storage*> saved;
+    for (const Graph& g : graphs) {
+      held.push_back(g.out);
+      for (const Tensor& t : g.saved) {
+        held.push_back(t);
+        saved.insert(t.storage().get());
+      }
+    }
+    for (const Tensor& t : alive)
+      if (t.grad().defined()) held.push_back(t.grad());
+    const Counts want = expected_for(held, role, saved);
+    const Counts got = now_minus(base);
+    for (int k = 0; k < kCats; ++k) {
+      ASSERT_EQ(got.requested[k], want.requested[k])
+          << "step " << step << ", " << memory_category_name(static_cast<MemoryCategory>(k));
+      ASSERT_EQ(got.allocated[k], want.allocated[k])
+          << "step " << step << ", " << memory_category_name(static_cast<MemoryCategory>(k));
+    }
+  }
+}
+
+// The peak is the peak: the largest total reached, also between the points a test looks at,
+// and reset_peak_memory_stats() starts a new one at the current total, per category as well.
+TEST(Memory, PeakIsTheHighestPointAndResets) {
+  TINY_SEEDED(rng);
+  const int64_t start = memory_allocated();
+  reset_peak_memory_stats();
+  std::vector<Tensor> held;
+  int64_t total = start, peak = start;
+  for (int i = 0; i < 200; ++i) {
+    if (held.empty() || uniform_int(rng, 0, 2) != 0) {
+      const int64_t n = uniform_int(rng, 1, 5000);
+      held.push_back(empty({n}, kBool));
+      total += rounded(n);
+    } else {
+      const size_t k = static_cast<size_t>(uniform_int(rng, 0, held.size() - 1));
+      total -= rounded(held[k].nbytes());
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    peak = std::max(peak, total);
+    ASSERT_EQ(memory_allocated(), total);
+    ASSERT_EQ(max_memory_allocated(), peak);
+  }
+  const int64_t temporaries_peak = max_memory_allocated(MemoryCategory::temporaries);
+  EXPECT_GE(temporaries_peak, peak - start);
+  held.clear();
+  reset_peak_memory_stats();
+  EXPECT_EQ(max_memory_allocated(), memory_allocated());
+  EXPECT_EQ(max_memory_allocated(MemoryCategory::temporaries),
+            memory_allocated(MemoryCategory::temporaries));
+}
+
+TEST(Memory, CachedBlocksAreReusedAndCountedOnce) {
+  empty_cache();
+  const MemoryStats before = memory_stats();
+  { Tensor a = empty({100000}); }
+  { Tensor b = empty({100000}); }  // the same size class: from the cache
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.cache_hits - before.cache_hits, 1);
+  EXPECT_EQ(after.allocated, before.allocated);
+  EXPECT_EQ(after.category_allocated[idx(MemoryCategory::temporaries)],
+            before.category_allocated[idx(MemoryCategory::temporaries)]);
+}
+
+// The fixture's step_memory model (1024 -> 4096 -> ReLU -> 1024, AdamW, batch 64): the four
+// lines' numbers from the tensors and from the allocator, and the five tensors PyTorch saves.
+TEST(Memory, StepMemoryModelMatchesPyTorch) {
+  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/ch07_pytorch.txt");
+  ASSERT_TRUE(in) << "tests/fixtures/ch07_pytorch.txt is missing";
+  std::multiset<std::string> torch_saved;
+  int64_t torch_unique = 0, torch_params = 0, torch_count = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string key;
+    f >> key;
+    if (key == "saved") {
+      std::string i, shape, dtype, bytes, param;
+      f >> i >> shape >> dtype >> bytes >> param;
+      torch_saved.insert(shape + " " + bytes + " " + param);
+    } else if (key == "saved_unique_nonparam_bytes") f >> torch_unique;
+    else if (key == "params") f >> torch_params;
+    else if (key == "saved_total_count") f >> torch_count;
+  }
+  ASSERT_EQ(torch_params, 8393728);
+
+  manual_seed(0);
+  const MemoryStats base = memory_stats();
+  nn::Sequential model({std::make_shared<nn::Linear>(1024, 4096), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(4096, 1024)});
+  optim::AdamW opt(model.parameters());  // lr 1e-3, as the document
+  const Tensor x = randn({64, 1024});
+  Tensor loss;
+  std::multiset<std::string> ours;
+  int64_t ours_unique = 0;
+  {
+    SavedTensorLog log;
+    loss = model(x).pow(2).mean();
+    for (const auto& r : log.records()) {
+      std::ostringstream line;  // as the fixture writes it: shape=[64,1024] bytes=262144 param=0
+      line << "shape=[";
+      for (size_t d = 0; d < r.shape.size(); ++d) line << (d ? "," : "") << r.shape[d];
+      line << "] bytes=" << r.nbytes << " param=" << (r.category == MemoryCategory::weights);
+      ours.insert(line.str());
+    }
+    ours_unique = log.bytes();
+    EXPECT_EQ(static_cast<int64_t>(log.records().size()), torch_count);
+    // While the graph lives, exactly those bytes are activations.
+    EXPECT_EQ(now_minus(base).requested[idx(MemoryCategory::activations)], ours_unique);
+  }
+  EXPECT_EQ(ours, torch_saved);
+  EXPECT_EQ(ours_unique, torch_unique);
+  loss.backward();
+  opt.step();
+  const Counts c = now_minus(base);
+  const int64_t n = torch_params;
+  EXPECT_EQ(c.requested[idx(MemoryCategory::weights)], 4 * n);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::gradients)], 4 * n);
+  EXPECT_EQ(c.requested[idx(MemoryCategory::optimizer_state)], 8 * n + 4 * 4);  // + 4 step counters
+  EXPECT_EQ(c.requested[idx(MemoryCategory::activations)], 0);
+}
+
+// Phases arrive in the order of a step; every sample's categories add up to its total; the
+// peak seen is the allocator's peak; the CSV has one row per sample.
+TEST(Memory, TimelineFollowsAStep) {
+  manual_seed(1);
+  nn::Sequential model({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(32, 4)});
+  optim::AdamW opt(model.parameters(), {});
+  const Tensor x = randn({8, 16});
+  reset_peak_memory_stats();
+  MemoryTimeline timeline;
+  Tensor loss = model(x).pow(2).mean();
+  loss.backward();
+  opt.step();
+  opt.zero_grad();
+  timeline.mark("end");
+  const auto& s = timeline.samples();
+  ASSERT_GT(s.size(), 10u);
+  EXPECT_EQ(s.front().op, "start");
+  EXPECT_EQ(s.back().op, "end");
+  std::vector<std::string> phases;
+  for (const MemorySample& m : s) {
+    if (phases.empty() || phases.back() != m.phase) phases.push_back(m.phase);
+    int64_t sum = 0;
+    for (int64_t b : m.bytes) sum += b;
+    EXPECT_EQ(sum, m.allocated) << m.index;
+    EXPECT_GE(m.peak, m.allocated) << m.index;
+  }
+  const std::vector<std::string> order = {"forward", "backward", "optimizer step", "zero_grad",
+                                          "forward"};
+  EXPECT_EQ(phases, order);
+  EXPECT_EQ(timeline.peak(), max_memory_allocated());
+  // The forward samples are named as PyTorch names the ops; backward ones as its nodes.
+  std::set<std::string> ops;
+  for (const MemorySample& m : s) ops.insert(m.op);
+  for (const char* op : {"mm", "add", "relu", "pow", "mean", "MmBackward0", "AdamW", "zero_grad"})
+    EXPECT_TRUE(ops.count(op)) << op;
+  // Activations rise through the forward pass and are all gone after backward.
+  const MemorySample* last_forward = nullptr;
+  for (const MemorySample& m : s)
+    if (m.phase == "forward" && m.op == "mean") last_forward = &m;
+  ASSERT_NE(last_forward, nullptr);
+  EXPECT_GT(last_forward->bytes[idx(MemoryCategory::activations)], 0);
+  EXPECT_EQ(s.back().bytes[idx(MemoryCategory::activations)], 0);
+
+  tiny::testing::TempDir dir;
+  timeline.write_csv(dir.path().string(), "timeline.csv");
+  std::ifstream csv(dir.path() / "timeline.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_EQ(header,
+            "index,phase,op,weights,gradients,optimizer_state,activations,temporaries,allocated,"
+            "peak");
+  size_t rows = 0;
+  for (std::string line; std::getline(csv, line);) ++rows;
+  EXPECT_EQ(rows, s.size());
+}
+
+// A block with randomness (a dropout-like mask drawn from the default generator) run plainly
+// and checkpointed from the same seed: the same output, the same gradients, bit for bit, and
+// the random stream where it would have been.
+TEST(Memory, CheckpointGivesTheSameGradientsBitwise) {
+  TINY_SEEDED(rng);
+  const uint64_t seed = rng();
+  auto block = [](const nn::Linear& lin) {
+    return [&lin](const Tensor& h) {
+      Tensor y = relu(const_cast<nn::Linear&>(lin).forward(h));
+      const Tensor keep = (rand(y.shape()) > 0.5).to(y.dtype());
+      return y * keep * 2.0;
+    };
+  };
+  struct Run {
+    Tensor out, gx, gw, gb;
+    double next;
+  };
+  auto run = [&](bool ckpt) {
+    manual_seed(seed);
+    nn::Linear lin(24, 24);
+    Tensor x = randn({6, 24}).requires_grad_(true);
+    Tensor h = x;
+    for (int layer = 0; layer < 3; ++layer) h = ckpt ? checkpoint(block(lin), h) : block(lin)(h);
+    Tensor out = h;
+    mul(out, arange(144.0).view({6, 24})).sum().backward();
+    Run r{out.detach(), x.grad(), lin.weight.grad(), lin.bias.grad(), 0};
+    r.next = rand({1}).item<float>();
+    return r;
+  };
+  const Run plain = run(false), ckpt = run(true);
+  EXPECT_TRUE(equal(plain.out, ckpt.out));
+  EXPECT_TRUE(equal(plain.gx, ckpt.gx));
+  EXPECT_TRUE(equal(plain.gw, ckpt.gw));
+  EXPECT_TRUE(equal(plain.gb, ckpt.gb));
+  EXPECT_EQ(plain.next, ckpt.next);
+}
+
+// A checkpointed region keeps only its inputs while the graph lives; during backward its saved
+// tensors come back for a moment and leave again.
+TEST(Memory, CheckpointKeepsOnlyTheInputs) {
+  manual_seed(3);
+  std::vector<std::shared_ptr<nn::Linear>> layers;
+  for (int i = 0; i < 4; ++i) layers.push_back(std::make_shared<nn::Linear>(64, 64));
+  auto region = [&](const Tensor& h) {
+    Tensor y = h;
+    for (auto& l : layers) y = relu(l->forward(y));
+    return y;
+  };
+  const Tensor x = randn({32, 64});
+  const MemoryStats base = memory_stats();
+  Tensor plain = region(x);
+  const int64_t plain_saved = now_minus(base).requested[idx(MemoryCategory::activations)];
+  EXPECT_EQ(plain_saved, 32 * 64 * 4 * 5);  // x and four ReLU results
+  plain = Tensor();
+  const MemoryStats base2 = memory_stats();
+  Tensor ck = checkpoint(region, x);
+  EXPECT_EQ(now_minus(base2).requested[idx(MemoryCategory::activations)], 32 * 64 * 4);  // x
+  {
+    SavedTensorLog outer;  // an outer hook sees nothing of a checkpointed region (as PyTorch)
+    Tensor again = checkpoint(region, x);
+    EXPECT_TRUE(outer.records().empty());
+  }
+  ck.sum().backward();
+  EXPECT_EQ(now_minus(base2).requested[idx(MemoryCategory::activations)], 0);
+  for (auto& l : layers) EXPECT_TRUE(l->weight.grad().defined());
+}
+
+TEST(Memory, CheckpointRefusesARegionThatChanges) {
+  manual_seed(4);
+  nn::Linear lin(8, 8);
+  int calls = 0;
+  auto region = [&](const Tensor& h) {
+    // Saves one tensor the first time and two the second: the recomputation cannot match.
+    Tensor y = lin.forward(h);
+    if (calls++ > 0) y = y.exp();
+    return y;
+  };
+  Tensor x = randn({2, 8}).requires_grad_(true);
+  Tensor out = checkpoint(region, x);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { out.sum().backward(); },
+                                        "A different number of tensors was saved"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] { checkpoint(std::function<Tensor(const Tensor&)>(), Tensor()); }, "empty"));
+}
