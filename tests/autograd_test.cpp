@@ -336,6 +336,20 @@ TEST(Ch03_Autograd, SecondBackwardThroughAFreedGraphRaises) {
   EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}).backward(); }, "does not require grad"));
 }
 
+// Nodes that kept no tensor (a transpose, an addition, a sum) have nothing to free, so PyTorch
+// lets a second backward pass through them; so does this library. (An exp keeps its result:
+// there a second pass raises, as above.)
+TEST(Ch03_Autograd, ASecondBackwardThroughNodesThatSavedNothingIsAllowed) {
+  Tensor w = tensor({{1.0, 2.0}}, kFloat64).requires_grad_();
+  Tensor t = w.T() + 1;
+  t.sum().backward();
+  t.sum().backward();
+  EXPECT_EQ(w.grad().view({-1}).tolist(), (std::vector<double>{2, 2}));
+  Tensor e = w.exp();
+  e.sum().backward();
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { e.sum().backward(); }, "a second time"));
+}
+
 TEST(Ch03_Autograd, NoGradRecordsAndSavesNothing) {
   Tensor w = tensor({{0.5, -0.4}, {0.3, 0.8}}).requires_grad_();
   int saved = 0;

@@ -23,6 +23,9 @@ struct HookPair {
 };
 thread_local std::vector<HookPair> t_hooks;
 thread_local const char* t_saving_op = nullptr;
+// Tensors saved since the last node was recorded: an op saves its tensors just before it
+// records its node, so record() learns from this whether the node keeps any.
+thread_local int t_saves_pending = 0;
 
 const char* kBackwardTwice =
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -35,8 +38,10 @@ const char* kBackwardTwice =
 class FunctionNode : public Node {
  public:
   FunctionNode(std::string name, std::vector<Edge> next, double fwd, double bwd,
-               detail::BackwardFn fn, std::vector<Shape> shapes, std::vector<DType> dtypes)
+               detail::BackwardFn fn, std::vector<Shape> shapes, std::vector<DType> dtypes,
+               bool saves_tensors)
       : Node(std::move(name), std::move(next), fwd, bwd),
+        saves_tensors_(saves_tensors),
         fn_(std::move(fn)),
         shapes_(std::move(shapes)),
         dtypes_(std::move(dtypes)) {}
@@ -56,10 +61,14 @@ class FunctionNode : public Node {
     return grads;
   }
 
-  // Dropping the rule drops every tensor its closure saved.
-  void release_saved() override { fn_ = nullptr; }
+  // Dropping the rule drops every tensor its closure saved. A rule that saved no tensor (a
+  // transpose's, a sum's) is kept: as in PyTorch, a second backward through it is allowed.
+  void release_saved() override {
+    if (saves_tensors_) fn_ = nullptr;
+  }
 
  private:
+  bool saves_tensors_;
   detail::BackwardFn fn_;
   std::vector<Shape> shapes_;
   std::vector<DType> dtypes_;
@@ -225,6 +234,7 @@ const char* saving_op() { return t_saving_op; }
 
 SavedTensor::SavedTensor(const Tensor& t, const char* op) {
   if (!t.defined()) return;
+  ++t_saves_pending;
   auto kept = std::make_shared<Kept>();
   kept->storage = t.storage();
   kept->version = t.storage()->version();
@@ -287,7 +297,9 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
   meta.requires_grad = true;
   meta.grad_fn =
       std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
-                                     std::move(backward), std::move(shapes), std::move(dtypes));
+                                     std::move(backward), std::move(shapes), std::move(dtypes),
+                                     t_saves_pending > 0);
+  t_saves_pending = 0;
   timeline_sample(name);
 }
 
