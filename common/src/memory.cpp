@@ -132,12 +132,17 @@ SavedTensorLog::SavedTensorLog()
           },
           [](const Tensor& t) { return t; }) {}
 
+// What the saved tensors cost: the memory behind them, not their views. Two records of one
+// storage (a ReLU's result, which the next matmul saves again) are one block of memory, and a
+// weight is in memory whether the graph keeps it or not.
 int64_t SavedTensorLog::bytes(bool include_weights) const {
+  // BEGIN SOLUTION ch07 saved_bytes
   int64_t total = 0;
   for (const SavedTensorRecord& r : records_)
     if (r.shares_storage_with < 0 && (include_weights || r.category != MemoryCategory::weights))
       total += r.storage_nbytes;
   return total;
+  // END SOLUTION ch07 saved_bytes
 }
 
 // ---- activation checkpointing -----------------------------------------------------------------
