@@ -44,6 +44,7 @@ printf '%-34s %s\n' "skipped tests" "$(grep -c '(Skipped)' "$build/test.log" || 
 printf '%-34s %s\n' "CUDA tests passed" "$(grep -E 'Test +#[0-9]+: Cuda' "$build/test.log" | grep -c ' Passed' || true)"
 # Chapter 06's GPU tests: the optimizers against PyTorch's bits, training and get_batch on CUDA.
 printf '%-34s %s\n' "ch06 GPU tests passed (of 4)" "$(grep -E 'Test +#[0-9]+: (Optim.OnTheGpu|Nn.TrainingOnTheGpu|Data.GetBatchOnCuda|Random.CudaTensors)' "$build/test.log" | grep -c ' Passed' || true)"
+printf '%-34s %s\n' "ch07 GPU tests passed (of 1)" "$(grep -E 'Test +#[0-9]+: Memory.StepOnTheGpu' "$build/test.log" | grep -c ' Passed' || true)"
 if [ -f "$mm" ]; then
   for dt in float32 tf32 float16 bfloat16; do
     printf '%-34s %s\n' "matmul 4096 cuda $dt TFLOP/s" "$(fmt "$(value "$mm" "\$1 == \"cuda\" && \$2 == \"$dt\" && \$3 == 4096" 4)" 1)"

@@ -446,3 +446,45 @@ TEST(Memory, CheckpointRefusesARegionThatChanges) {
   EXPECT_TRUE(throws_with<ValueError>(
       [] { checkpoint(std::function<Tensor(const Tensor&)>(), Tensor()); }, "empty"));
 }
+
+// On a GPU each device keeps its own counters: the same step, on CUDA, puts its weights,
+// gradients, optimizer state and activations in the CUDA allocator's categories, to the byte,
+// and leaves the CPU's untouched (but for the step counters, which live on the CPU as in
+// PyTorch).
+TEST(Memory, StepOnTheGpuIsCountedOnTheGpu) {
+  if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+  const Device gpu = Device::cuda(0);
+  auto requested_on = [](Device d, MemoryCategory c) {
+    return memory_stats(d).category_requested[idx(c)];
+  };
+  manual_seed(0);
+  nn::Sequential model({std::make_shared<nn::Linear>(64, 256), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(256, 32)});
+  const int64_t n = 64 * 256 + 256 + 256 * 32 + 32;
+  const MemoryStats gpu_base = memory_stats(gpu), cpu_base = memory_stats();
+  model.to(gpu);
+  optim::AdamW opt(model.parameters());
+  const Tensor x = randn({16, 64}).to(gpu);
+  Tensor loss;
+  {
+    SavedTensorLog log;
+    loss = model(x).pow(2).mean();
+    EXPECT_EQ(requested_on(gpu, MemoryCategory::activations) -
+                  gpu_base.category_requested[idx(MemoryCategory::activations)],
+              log.bytes());
+  }
+  loss.backward();
+  opt.step();
+  auto grew = [&](Device d, const MemoryStats& base, MemoryCategory c) {
+    return requested_on(d, c) - base.category_requested[idx(c)];
+  };
+  EXPECT_EQ(grew(gpu, gpu_base, MemoryCategory::weights), 4 * n);
+  EXPECT_EQ(grew(gpu, gpu_base, MemoryCategory::gradients), 4 * n);
+  EXPECT_EQ(grew(gpu, gpu_base, MemoryCategory::optimizer_state), 8 * n);
+  EXPECT_EQ(grew(Device::cpu(), cpu_base, MemoryCategory::optimizer_state), 4 * 4);  // steps
+  const MemoryStats s = memory_stats(gpu);
+  int64_t sum = 0;
+  for (int64_t b : s.category_allocated) sum += b;
+  EXPECT_EQ(sum, s.allocated);
+  EXPECT_EQ(s.allocated, memory_allocated(gpu));
+}
