@@ -488,3 +488,31 @@ TEST(Memory, StepOnTheGpuIsCountedOnTheGpu) {
   EXPECT_EQ(sum, s.allocated);
   EXPECT_EQ(s.allocated, memory_allocated(gpu));
 }
+
+// A leaf keeps the gradient backward made for it when nothing else holds that tensor (as
+// PyTorch's AccumulateGrad), so a Linear layer's weight gradient costs its own bytes once, not
+// twice; a gradient that is shared, or that the caller passed in, is copied.
+TEST(Memory, ALeafKeepsItsGradientWithoutACopyWhenItCan) {
+  manual_seed(5);
+  nn::Linear layer(1000, 1000, /*bias=*/false);  // 4,000,000 bytes of weight
+  const Tensor x = randn({1, 1000});
+  Tensor y = layer.forward(x).sum();
+  const int64_t before = memory_allocated();
+  reset_peak_memory_stats();
+  y.backward();
+  EXPECT_TRUE(layer.weight.grad().is_contiguous());
+  // The weight's gradient (4,000,256 bytes in 512-byte blocks), and a few small temporaries;
+  // a copy would need 4,000,256 more.
+  EXPECT_LT(max_memory_allocated() - before, 4000256 + 100000);
+  EXPECT_EQ(memory_allocated(MemoryCategory::gradients), 4000256);
+
+  // a + b gives both leaves the same gradient tensor: one of them must get a copy.
+  Tensor a = randn({3}).requires_grad_(true), b = randn({3}).requires_grad_(true);
+  (a + b).sum().backward();
+  EXPECT_NE(a.grad().storage(), b.grad().storage());
+  // A gradient the caller passes in stays the caller's.
+  Tensor w = randn({4}).requires_grad_(true);
+  const Tensor seed = ones({4});
+  w.backward(seed);
+  EXPECT_NE(w.grad().storage(), seed.storage());
+}

@@ -85,9 +85,19 @@ class AccumulateGrad : public Node {
     if (!meta) return {};  // the leaf is gone; nobody can read its gradient
     Tensor grad = g.shape() == shape_ ? g : detail::sum_to(g, shape_);
     grad = grad.to(dtype_);
-    // The first gradient is copied into fresh memory, so that no other tensor shares it; later
-    // ones are added out of place.
-    meta->grad = meta->grad.defined() ? add(meta->grad, grad) : grad.clone();
+    // No other tensor may share the memory of a .grad. The first gradient is therefore copied,
+    // unless nothing else can see it (as PyTorch does): then the leaf takes it over and a
+    // copy's worth of memory is never needed. Later gradients are added out of place.
+    if (meta->grad.defined()) {
+      meta->grad = add(meta->grad, grad);
+    } else {
+      // The engine's handle `g` and `grad` (when it is g) are the only holders allowed.
+      const long holders = grad.storage() == g.storage() ? 2 : 1;
+      const bool alone = grad.storage().use_count() <= holders && !grad.storage()->external() &&
+                         grad.is_contiguous() && grad.storage_offset() == 0 &&
+                         static_cast<size_t>(grad.nbytes()) == grad.storage()->nbytes();
+      meta->grad = alone ? grad.detach() : grad.clone();
+    }
     meta->grad.storage()->set_role(MemoryCategory::gradients);
     return {};
   }

@@ -88,10 +88,17 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   if (!detail::should_record({&a, &b})) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   SavedTensor sa(gb ? a : Tensor(), name), sb(ga ? b : Tensor(), name);
+  // A matrix stored transposed (the transpose of a contiguous one, as Linear's weight.T()).
+  auto stored_transposed = [](const Tensor& m) {
+    return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 &&
+           m.stride(1) == m.size(0);
+  };
+  const bool at = da == 2 && db == 2 && stored_transposed(a);
+  const bool bt = da == 2 && db == 2 && stored_transposed(b);
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1));
   detail::record(
       out, name, {a, b},
-      [sa, sb, ga, gb, da, db](const Tensor& g) {
+      [sa, sb, ga, gb, da, db, at, bt](const Tensor& g) {
         Tensor grad_a, grad_b;
         if (da == 1 && db == 1) {  // dot: d(a.b)/da = b
           if (ga) grad_a = mul(g, sb.unpack());
@@ -99,6 +106,17 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
         } else if (db == 1) {  // mv: dA = outer(dy, b), db = A^T dy
           if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
           if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
+        } else if (at || bt) {
+          // The same two products, computed transposed for an input stored transposed, so that
+          // its gradient comes out in its own layout, as PyTorch's mm backward does. The
+          // transpose's backward then hands AccumulateGrad a contiguous gradient, which it keeps
+          // instead of copying (for a Linear layer: one weight's worth of memory less).
+          if (ga)
+            grad_a = at ? matmul(sb.unpack(), g.transpose(-2, -1)).transpose(-2, -1)
+                        : matmul(g, sb.unpack().transpose(-2, -1));
+          if (gb)
+            grad_b = bt ? matmul(g.transpose(-2, -1), sa.unpack()).transpose(-2, -1)
+                        : matmul(sa.unpack().transpose(-2, -1), g);
         } else {  // mm, bmm
           // BEGIN SOLUTION ch03 matmul_backward
           if (ga) grad_a = matmul(g, sb.unpack().transpose(-2, -1));
