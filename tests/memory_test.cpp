@@ -424,7 +424,19 @@ TEST(Memory, CheckpointKeepsOnlyTheInputs) {
     Tensor again = checkpoint(region, x);
     EXPECT_TRUE(outer.records().empty());
   }
-  ck.sum().backward();
+  {
+    // The region runs again inside backward, in its own phase, with its ops named as forward.
+    MemoryTimeline timeline;
+    ck.sum().backward();
+    std::vector<std::string> phases;
+    for (const MemorySample& m : timeline.samples())
+      if (phases.empty() || phases.back() != m.phase) phases.push_back(m.phase);
+    EXPECT_EQ(phases, (std::vector<std::string>{"forward", "backward", "recompute", "backward"}));
+    bool relu_recomputed = false;
+    for (const MemorySample& m : timeline.samples())
+      relu_recomputed |= m.phase == "recompute" && m.op == "relu";
+    EXPECT_TRUE(relu_recomputed);
+  }
   EXPECT_EQ(now_minus(base2).requested[idx(MemoryCategory::activations)], 0);
   for (auto& l : layers) EXPECT_TRUE(l->weight.grad().defined());
 }

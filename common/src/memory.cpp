@@ -207,6 +207,7 @@ class RecomputeFrame final : public detail::CheckpointFrame {
       } restore{gen, gen};
       gen = rng_;
       detail::GradModeGuard grad(true);
+      MemoryPhase phase("recompute");  // a timeline shows the second forward pass as such
       SavedTensorsHooks capture(
           [&got](const Tensor& t) {
             got.push_back(t);

@@ -32,8 +32,9 @@ namespace tiny {
 
 /// Names the phase of a training step for its lifetime, on this thread: samples of a
 /// MemoryTimeline taken meanwhile carry it. backward() runs in "backward", the library's
-/// optimizers step in "optimizer step", zero_grad() runs in "zero_grad"; anything else is in
-/// "forward" unless a MemoryPhase says otherwise. Nests; the previous phase comes back.
+/// optimizers step in "optimizer step", zero_grad() runs in "zero_grad", and a checkpointed
+/// region runs again in "recompute"; anything else is in "forward" unless a MemoryPhase says
+/// otherwise. Nests; the previous phase comes back.
 class MemoryPhase {
  public:
   /// Enters phase `name`.
@@ -52,7 +53,7 @@ class MemoryPhase {
 /// One point of a MemoryTimeline.
 struct MemorySample {
   int64_t index = 0;   ///< 0, 1, 2, ... in the order taken
-  std::string phase;   ///< "forward", "backward", "optimizer step", "zero_grad", or a user's
+  std::string phase;   ///< "forward", "backward", "recompute", "optimizer step", "zero_grad", ...
   std::string op;      ///< what had just run: "mm", "relu" (forward), "MmBackward0" (backward)
   /// memory_allocated(category, device) at this point, indexed by MemoryCategory.
   int64_t bytes[kMemoryCategories] = {};
