@@ -441,6 +441,35 @@ TEST(Memory, CheckpointKeepsOnlyTheInputs) {
   for (auto& l : layers) EXPECT_TRUE(l->weight.grad().defined());
 }
 
+// Under autocast the region runs in bfloat16; backward (outside the autocast scope, as training
+// loops run it) must recompute it in bfloat16 too, or the recomputed tensors would be float32
+// and the gradients different.
+TEST(Memory, CheckpointRecomputesUnderTheFirstRunsAutocast) {
+  TINY_SEEDED(rng);
+  const uint64_t seed = rng();
+  auto run = [&](bool ckpt) {
+    manual_seed(seed);
+    nn::Linear a(32, 32), b(32, 32);
+    auto region = [&](const Tensor& h) { return relu(b.forward(relu(a.forward(h)))); };
+    const Tensor x = randn({8, 32});
+    Tensor loss;
+    {
+      AutocastGuard autocast(Device::Type::CPU, kBFloat16);
+      // The matmuls run in bfloat16 and save bfloat16 casts; a recomputation in float32 would
+      // save float32 tensors instead, and checkpoint would refuse them.
+      Tensor y = ckpt ? checkpoint(region, x) : region(x);
+      loss = y.to(kFloat32).pow(2).mean();
+    }
+    loss.backward();
+    return std::vector<Tensor>{a.weight.grad(), a.bias.grad(), b.weight.grad(), b.bias.grad()};
+  };
+  const auto plain = run(false), ckpt = run(true);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(ckpt[i].dtype(), kFloat32);  // the gradients land in the weights' float32
+    EXPECT_TRUE(equal(plain[i], ckpt[i])) << i;
+  }
+}
+
 TEST(Memory, CheckpointRefusesARegionThatChanges) {
   manual_seed(4);
   nn::Linear lin(8, 8);

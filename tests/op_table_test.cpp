@@ -378,6 +378,13 @@ TEST(OpTable, AutocastCastsEachOpAsItsClassSays) {
     EXPECT_EQ(y.dtype(), kBFloat16);
     EXPECT_TRUE(equal(y.to(kFloat32), full({2, 2}, 1.125)));
     EXPECT_EQ(exp(y).dtype(), kFloat32);                         // Float32
+    {
+      // enabled=false turns it off inside the scope (torch.autocast(..., enabled=False)).
+      AutocastGuard off(Device::Type::CPU, kBFloat16, /*enabled=*/false);
+      EXPECT_FALSE(autocast_enabled(Device::Type::CPU));
+      EXPECT_EQ(matmul(x, w).dtype(), kFloat32);
+    }
+    EXPECT_TRUE(autocast_enabled(Device::Type::CPU));
     EXPECT_EQ(sum(y).dtype(), kFloat32);                         // Float32
     EXPECT_EQ(add(y, y).dtype(), kBFloat16);                     // None: as without autocast
     EXPECT_EQ(addcmul(y, y.to(kFloat32), y).dtype(), kFloat32);  // Promote: the widest input

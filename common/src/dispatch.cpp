@@ -40,14 +40,14 @@ struct AutocastState {
 thread_local AutocastState t_autocast[detail::kBackends] = {{false, kBFloat16}, {false, kFloat16}};
 }  // namespace
 
-AutocastGuard::AutocastGuard(Device::Type device, DType dtype) : device_(device) {
+AutocastGuard::AutocastGuard(Device::Type device, DType dtype, bool enabled) : device_(device) {
   if (dtype != kFloat16 && dtype != kBFloat16)
     throw ValueError(std::string("autocast runs ops in float16 or bfloat16, not ") +
                      dtype_name(dtype));
   AutocastState& s = t_autocast[static_cast<int>(device)];
   previous_enabled_ = s.enabled;
   previous_dtype_ = s.dtype;
-  s = {true, dtype};
+  s = {enabled, dtype};
 }
 
 AutocastGuard::~AutocastGuard() {

@@ -9,6 +9,7 @@
 #include "autograd_internal.h"
 #include "internal.h"
 #include "memory_internal.h"
+#include "tiny/amp.h"
 #include "tiny/chapter.h"
 #include "tiny/random.h"
 
@@ -156,6 +157,8 @@ class RecomputeFrame final : public detail::CheckpointFrame {
  public:
   RecomputeFrame(CheckpointFunction fn, const std::vector<Tensor>& inputs)
       : fn_(std::move(fn)), rng_(default_generator()) {
+    for (const Device::Type d : {Device::Type::CPU, Device::Type::CUDA})
+      autocast_[static_cast<int>(d)] = {autocast_enabled(d), autocast_dtype(d)};
     for (const Tensor& t : inputs) {
       inputs_.push_back(t.defined() ? t.detach() : Tensor());
       needs_grad_.push_back(t.defined() && t.requires_grad());
@@ -208,6 +211,10 @@ class RecomputeFrame final : public detail::CheckpointFrame {
       gen = rng_;
       detail::GradModeGuard grad(true);
       MemoryPhase phase("recompute");  // a timeline shows the second forward pass as such
+      // Autocast as it was in the first forward pass, whatever it is during backward, so that
+      // every op runs in the same dtype again.
+      const AutocastGuard cpu(Device::Type::CPU, autocast_[0].dtype, autocast_[0].enabled);
+      const AutocastGuard gpu(Device::Type::CUDA, autocast_[1].dtype, autocast_[1].enabled);
       SavedTensorsHooks capture(
           [&got](const Tensor& t) {
             got.push_back(t);
@@ -245,7 +252,12 @@ class RecomputeFrame final : public detail::CheckpointFrame {
     }
   }
 
+  struct Autocast {
+    bool enabled = false;
+    DType dtype = kBFloat16;
+  };
   CheckpointFunction fn_;
+  Autocast autocast_[2];  // CPU, CUDA: as the region's first run found them
   std::vector<Tensor> inputs_;
   std::vector<bool> needs_grad_;
   Generator rng_;

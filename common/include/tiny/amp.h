@@ -13,12 +13,13 @@
 
 namespace tiny {
 
-/// Turns autocast on for one device type for its lifetime (torch.autocast(device_type, dtype)),
-/// then restores what was there before; nests.
+/// Turns autocast on (or, with `enabled` false, off) for one device type for its lifetime
+/// (torch.autocast(device_type, dtype, enabled)), then restores what was there before; nests.
 class AutocastGuard {
  public:
-  /// Autocast on `device` (CPU or CUDA) with `dtype`, float16 or bfloat16 (ValueError otherwise).
-  AutocastGuard(Device::Type device, DType dtype);
+  /// Autocast on `device` (CPU or CUDA) with `dtype`, float16 or bfloat16 (ValueError otherwise);
+  /// `enabled` false turns it off inside the scope instead.
+  AutocastGuard(Device::Type device, DType dtype, bool enabled = true);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

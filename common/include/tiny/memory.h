@@ -131,11 +131,12 @@ using CheckpointFunction = std::function<std::vector<Tensor>(const std::vector<T
 /// backward runs `fn` again, with the random generator set back to where it was, to get them
 /// (torch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)). Gradients are the
 /// same, bit for bit, as without checkpointing; the price is a second forward pass of the
-/// region. After the recomputation the default generator is where it was before it, so the
-/// random stream goes on as if nothing had been recomputed.
+/// region. The recomputation runs under the autocast settings the first run had; after it the
+/// default generator is where it was before it, so the random stream goes on as if nothing had
+/// been recomputed.
 ///
-/// Limits: `fn` must save the same tensors when run again (no branching on a random number
-/// drawn from another generator); autocast is not yet carried into the recomputation.
+/// Limit: `fn` must save the same tensors when run again (no branching on a random number
+/// drawn from another generator, which checkpoint cannot set back).
 std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs);
 /// checkpoint() of a region with one input and one output.
 Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& input);
