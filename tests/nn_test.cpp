@@ -196,3 +196,15 @@ TEST(Nn, TrainingOnTheGpuFollowsTheCpu) {
   }
   for (int t = 0; t < 10; ++t) EXPECT_NEAR(losses[1][t], losses[0][t], 1e-4 * losses[0][t]) << t;
 }
+
+// Linear's graph reads as PyTorch's does for the weight: the product uses weight.t(), a
+// TBackward0 node in front of the weight's AccumulateGrad (PyTorch fuses the product and the
+// bias into one AddmmBackward0; here they are MmBackward0 and AddBackward0).
+TEST(Nn, LinearTransposesItsWeightWithT) {
+  nn::Linear layer(3, 2);
+  const Tensor y = layer.forward(ones({4, 3}));
+  std::vector<std::string> names;
+  for (const auto& node : graph_nodes(y)) names.push_back(node->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"AddBackward0", "MmBackward0", "TBackward0",
+                                             "AccumulateGrad", "AccumulateGrad"}));
+}

@@ -268,3 +268,25 @@ TEST(Views, OffsetOfNamesTheCellTheViewReads) {
       "index 3 is out of bounds for dimension 1 with size 3"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x.offset_of({0}); }, "expected 2 indices"));
 }
+
+// t() is the matrix transpose PyTorch's Linear uses: a view, recorded as TBackward0 (x.T is a
+// PermuteBackward0); fewer than two dimensions come back unchanged, more are refused with
+// PyTorch's message.
+TEST(Views, TIsTheMatrixTranspose) {
+  const Tensor m = arange(6.0).view({2, 3});
+  const Tensor mt = m.t();
+  EXPECT_EQ(mt.shape(), (Shape{3, 2}));
+  EXPECT_EQ(mt.strides(), (Strides{1, 3}));
+  EXPECT_EQ(mt.storage(), m.storage());
+  Tensor w = ones({2, 3}).requires_grad_(true);
+  Tensor wt = w.t();
+  ASSERT_TRUE(wt.grad_fn());
+  EXPECT_EQ(wt.grad_fn()->name(), "TBackward0");
+  EXPECT_EQ(w.T().grad_fn()->name(), "PermuteBackward0");
+  (wt * arange(6.0).view({3, 2})).sum().backward();
+  EXPECT_TRUE(equal(w.grad(), arange(6.0).view({3, 2}).t().to(kFloat32)));
+  const Tensor v = arange(3.0);
+  EXPECT_EQ(v.t().shape(), (Shape{3}));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { (void)ones({2, 3, 4}).t(); },
+                                        "t() expects a tensor with <= 2 dimensions, but self is 3D"));
+}

@@ -201,7 +201,7 @@ Tensor Linear::forward(const Tensor& x) {
         (x.dim() == 0 ? std::string("scalar")
                       : std::to_string(x.numel() / x.size(-1)) + "x" + std::to_string(x.size(-1))) +
         " and " + std::to_string(in_features) + "x" + std::to_string(out_features) + ")");
-  Tensor y = matmul(x, weight.T());
+  Tensor y = matmul(x, weight.t());  // t(), as PyTorch's linear: the graph shows TBackward0
   return bias.defined() ? y + bias : y;
 }
 

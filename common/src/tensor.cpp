@@ -125,6 +125,16 @@ Tensor Tensor::T() const {
   return permute(order);
 }
 
+Tensor Tensor::t() const {
+  if (dim() > 2)
+    throw RuntimeError("t() expects a tensor with <= 2 dimensions, but self is " +
+                       std::to_string(dim()) + "D");
+  Shape shape(shape_.rbegin(), shape_.rend());
+  Strides strides(strides_.rbegin(), strides_.rend());
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
+                             "TBackward0", [](const Tensor& g) { return g.t(); });
+}
+
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   if (static_cast<int64_t>(order.size()) != dim())
     throw RuntimeError("permute(): number of dims don't match in permute (the tensor has " +

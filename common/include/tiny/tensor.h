@@ -228,8 +228,12 @@ class Tensor {
   // ---- views: new shape/strides/offset, same memory ---------------------------------------
   /// Swaps two dimensions.
   Tensor transpose(int64_t d0, int64_t d1) const;
-  /// Reverses the dimensions (Python's `x.T`; for a matrix, the transpose).
+  /// Reverses the dimensions (Python's `x.T`; for a matrix, the transpose). Recorded as
+  /// PermuteBackward0, as PyTorch records `x.T`.
   Tensor T() const;
+  /// The transpose of a matrix (torch.Tensor.t()); a tensor of fewer than two dimensions comes
+  /// back as it is. Recorded as TBackward0. RuntimeError for more than two dimensions.
+  Tensor t() const;
   /// Reorders the dimensions: result dim i is this tensor's dim `order[i]`.
   Tensor permute(const std::vector<int64_t>& order) const;
   /// Picks index `i` along `dim`, removing that dimension.
