@@ -18,10 +18,12 @@
 
 using namespace tiny;
 
-static int cat(MemoryCategory c) { return static_cast<int>(c); }
-
-// Bytes the live tensors of one category asked for (not rounded to the allocator's blocks).
-static int64_t requested(MemoryCategory c) { return memory_stats().category_requested[cat(c)]; }
+// The bytes one category's tensors asked for (not rounded up to the allocator's blocks) that
+// were added since `before` was taken.
+static int64_t grown_since(const MemoryStats& before, MemoryCategory c) {
+  const int k = static_cast<int>(c);
+  return memory_stats().category_requested[k] - before.category_requested[k];
+}
 
 static double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
@@ -86,11 +88,8 @@ static void deep_linear() {
 
   //! [measured]
   manual_seed(0);
-  const int64_t base[kMemoryCategories] = {
-      requested(MemoryCategory::weights), requested(MemoryCategory::gradients),
-      requested(MemoryCategory::optimizer_state), requested(MemoryCategory::activations), 0};
-  auto grown = [&](MemoryCategory c) { return requested(c) - base[cat(c)]; };
-  const int64_t allocated_before = memory_allocated();
+  const MemoryStats before = memory_stats();
+  auto grown = [&](MemoryCategory c) { return grown_since(before, c); };
   nn::Cruncher model(D, L);
   optim::AdaGrad opt(model.parameters(), {.lr = 0.01});
   const Tensor x = randn({B, D});
@@ -131,7 +130,7 @@ static void deep_linear() {
               "add %.0f\n",
               static_cast<long long>(2 * B * D * D),
               forward_flops + backward_flops - double(6 * B * params - 2 * B * D * D));
-  const int64_t held = memory_allocated() - allocated_before;
+  const int64_t held = memory_allocated() - before.allocated;
   std::printf("the allocator holds %lld bytes after the step: %lld blocks (weights, gradients, "
               "state and x), each rounded up to 512 as in PyTorch\n",
               static_cast<long long>(held), static_cast<long long>(held / 512));
@@ -190,20 +189,17 @@ static void step_memory() {
 
   //! [step_memory_allocator]
   // The allocator's counters, by category: the same bytes, found without looking at a tensor.
-  const MemoryStats after = memory_stats();
-  auto grew = [&](MemoryCategory c) {
-    return after.category_requested[cat(c)] - before.category_requested[cat(c)];
-  };
+  auto grown = [&](MemoryCategory c) { return grown_since(before, c); };
   std::printf("the allocator: weights %s bytes, gradients %s, optimizer state %s\n",
-              with_commas(grew(MemoryCategory::weights)).c_str(),
-              with_commas(grew(MemoryCategory::gradients)).c_str(),
-              with_commas(grew(MemoryCategory::optimizer_state)).c_str());
+              with_commas(grown(MemoryCategory::weights)).c_str(),
+              with_commas(grown(MemoryCategory::gradients)).c_str(),
+              with_commas(grown(MemoryCategory::optimizer_state)).c_str());
   std::printf("  = %.1f + %.1f + %.1f bytes/param; the %lld extra bytes of state are AdamW's four "
               "step counters\n",
-              double(grew(MemoryCategory::weights)) / double(n),
-              double(grew(MemoryCategory::gradients)) / double(n),
-              double(grew(MemoryCategory::optimizer_state)) / double(n),
-              static_cast<long long>(grew(MemoryCategory::optimizer_state) - size_of(state)));
+              double(grown(MemoryCategory::weights)) / double(n),
+              double(grown(MemoryCategory::gradients)) / double(n),
+              double(grown(MemoryCategory::optimizer_state)) / double(n),
+              static_cast<long long>(grown(MemoryCategory::optimizer_state) - size_of(state)));
   //! [step_memory_allocator]
   std::printf("\n");
 }
