@@ -339,7 +339,7 @@ TEST(Memory, TimelineFollowsAStep) {
   // The forward samples are named as PyTorch names the ops; backward ones as its nodes.
   std::set<std::string> ops;
   for (const MemorySample& m : s) ops.insert(m.op);
-  for (const char* op : {"mm", "add", "relu", "pow", "mean", "MmBackward0", "AdamW", "zero_grad"})
+  for (const char* op : {"addmm", "relu", "pow", "mean", "AddmmBackward0", "AdamW", "zero_grad"})
     EXPECT_TRUE(ops.count(op)) << op;
   // Activations rise through the forward pass and are all gone after backward.
   const MemorySample* last_forward = nullptr;

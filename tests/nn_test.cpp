@@ -197,14 +197,21 @@ TEST(Nn, TrainingOnTheGpuFollowsTheCpu) {
   for (int t = 0; t < 10; ++t) EXPECT_NEAR(losses[1][t], losses[0][t], 1e-4 * losses[0][t]) << t;
 }
 
-// Linear's graph reads as PyTorch's does for the weight: the product uses weight.t(), a
-// TBackward0 node in front of the weight's AccumulateGrad (PyTorch fuses the product and the
-// bias into one AddmmBackward0; here they are MmBackward0 and AddBackward0).
+// Linear's graph reads as PyTorch's: one AddmmBackward0 for the product and the bias, whose
+// inputs are the bias, the input (which needs no gradient: no edge) and weight.t(), a TBackward0
+// node in front of the weight's AccumulateGrad.
 TEST(Nn, LinearTransposesItsWeightWithT) {
   nn::Linear layer(3, 2);
   const Tensor y = layer.forward(ones({4, 3}));
   std::vector<std::string> names;
   for (const auto& node : graph_nodes(y)) names.push_back(node->name());
-  EXPECT_EQ(names, (std::vector<std::string>{"AddBackward0", "MmBackward0", "TBackward0",
-                                             "AccumulateGrad", "AccumulateGrad"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"AddmmBackward0", "AccumulateGrad", "TBackward0",
+                                             "AccumulateGrad"}));
+  const auto& next = y.grad_fn()->next_functions();
+  ASSERT_EQ(next.size(), 3u);
+  EXPECT_EQ(next[1].fn, nullptr);
+  // A 3-D contiguous batch is flattened into the same addmm (PyTorch's ViewBackward0 on top);
+  // a 1-D input goes through matmul and adds the bias after (AddBackward0).
+  EXPECT_EQ(layer.forward(ones({5, 4, 3})).grad_fn()->name(), "ViewBackward0");
+  EXPECT_EQ(layer.forward(ones({3})).grad_fn()->name(), "AddBackward0");
 }

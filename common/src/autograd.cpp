@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "autograd_internal.h"
+#include "dispatch.h"
 #include "internal.h"
 #include "memory_internal.h"
 #include "tiny/memory.h"
@@ -380,6 +381,9 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
                        detail::shape_str(root.shape()) + ".");
   }
   NoGradGuard no_grad;  // the backward pass itself is not recorded
+  // Backward's ops run in the dtypes of the forward pass they mirror, even when backward() is
+  // called inside an autocast scope: casting them again would change what the casts recorded.
+  const detail::AutocastOff no_autocast;
   MemoryPhase phase("backward");
   const Edge start = edge_for(root);
 

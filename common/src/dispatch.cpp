@@ -2,6 +2,8 @@
 // promotion, the checks of in-place and out= writes, autocast's state, and the cost counters.
 #include "dispatch.h"
 
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "autograd_internal.h"
@@ -38,24 +40,50 @@ struct AutocastState {
 };
 // Per device type (CPU, CUDA), with PyTorch's default dtypes.
 thread_local AutocastState t_autocast[detail::kBackends] = {{false, kBFloat16}, {false, kFloat16}};
+// How many AutocastGuards are alive on this thread, and whether they keep casts of weights.
+thread_local int t_autocast_nesting = 0;
+thread_local bool t_autocast_cache_enabled = true;
+
+// The weight-cast cache. Inside an autocast scope every matrix product that uses a float32
+// weight needs the same 16-bit copy of it; the first one makes it, the others reuse it, and the
+// outermost guard drops them all on exit (PyTorch keeps the same cache, for the same reason).
+// Only leaves that require grad are kept: model weights, which do not change during a forward
+// pass. An entry is found by the weight's autograd record, and holds a weak reference to it so
+// that a record freed and reallocated at the same address is never mistaken for the old one.
+struct CachedCast {
+  std::weak_ptr<AutogradMeta> source;
+  Tensor cast;
+};
+thread_local std::unordered_map<const AutogradMeta*, CachedCast> t_cast_cache;
 }  // namespace
 
-AutocastGuard::AutocastGuard(Device::Type device, DType dtype, bool enabled) : device_(device) {
+AutocastGuard::AutocastGuard(Device::Type device, DType dtype, bool enabled, bool cache_enabled)
+    : device_(device) {
   if (dtype != kFloat16 && dtype != kBFloat16)
     throw ValueError(std::string("autocast runs ops in float16 or bfloat16, not ") +
                      dtype_name(dtype));
   AutocastState& s = t_autocast[static_cast<int>(device)];
   previous_enabled_ = s.enabled;
   previous_dtype_ = s.dtype;
+  previous_cache_enabled_ = t_autocast_cache_enabled;
   s = {enabled, dtype};
+  t_autocast_cache_enabled = cache_enabled;
+  ++t_autocast_nesting;
 }
 
 AutocastGuard::~AutocastGuard() {
   t_autocast[static_cast<int>(device_)] = {previous_enabled_, previous_dtype_};
+  t_autocast_cache_enabled = previous_cache_enabled_;
+  if (--t_autocast_nesting == 0) t_cast_cache.clear();
 }
 
 bool autocast_enabled(Device::Type device) { return t_autocast[static_cast<int>(device)].enabled; }
 DType autocast_dtype(Device::Type device) { return t_autocast[static_cast<int>(device)].dtype; }
+size_t autocast_cached_casts() {
+  size_t live = 0;
+  for (const auto& [key, entry] : t_cast_cache) live += !entry.source.expired();
+  return live;
+}
 
 namespace detail {
 
@@ -114,11 +142,32 @@ bool same_view(const Tensor& a, const Tensor& b) {
          a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-// Autocast's casts (recorded: gradients flow back through them in the inputs' own dtypes).
-// Float64 is never cast, as in PyTorch.
-void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cast,
+// The class autocast gives an op on `device`: PyTorch keeps one list per device type.
+AutocastClass class_on(AutocastPolicy policy, Device::Type device) {
+  return device == Device::Type::CUDA ? policy.cuda : policy.cpu;
+}
+
+// One input cast to `target` for autocast: a recorded op, so gradients flow back through it in
+// the input's own dtype. A float32 weight cast to the lower precision comes from the cache.
+Tensor autocast_cast(const Tensor& t, DType target, DType lower) {
+  const bool cacheable = target == lower && t.dtype() == kFloat32 && t.requires_grad() &&
+                         t.is_leaf() && t_autocast_cache_enabled && t_autocast_nesting > 0;
+  if (!cacheable) return t.to(target);
+  const std::shared_ptr<AutogradMeta>& meta = t.autograd_meta();
+  auto it = t_cast_cache.find(meta.get());
+  if (it != t_cast_cache.end() && it->second.source.lock() == meta &&
+      it->second.cast.dtype() == target)
+    return it->second.cast;
+  Tensor cast = t.to(target);
+  t_cast_cache[meta.get()] = CachedCast{meta, cast};
+  return cast;
+}
+
+// Autocast's casts of an op's inputs, as its class asks. Float64 is never cast, as in PyTorch.
+void apply_autocast(AutocastPolicy policy, Device device, std::array<Tensor, 3>& cast,
                     std::array<const Tensor*, 3>& in, int n) {
   const AutocastState& s = t_autocast[static_cast<int>(device.type)];
+  const AutocastClass cls = class_on(policy, device.type);
   if (cls == AutocastClass::None || !s.enabled) return;
   auto eligible = [](const Tensor& t) { return is_floating(t.dtype()) && t.dtype() != kFloat64; };
   std::optional<DType> target;
@@ -126,12 +175,12 @@ void apply_autocast(AutocastClass cls, Device device, std::array<Tensor, 3>& cas
   if (cls == AutocastClass::Float32) target = kFloat32;
   if (cls == AutocastClass::Promote)
     for (int k = 0; k < n; ++k)
-      if (eligible(*in[k]))
+      if (in[k]->defined() && eligible(*in[k]))
         target = target ? promote_types(*target, in[k]->dtype()) : in[k]->dtype();
   if (!target) return;
   for (int k = 0; k < n; ++k) {
-    if (!eligible(*in[k]) || in[k]->dtype() == *target) continue;
-    cast[k] = in[k]->to(*target);
+    if (!in[k]->defined() || !eligible(*in[k]) || in[k]->dtype() == *target) continue;
+    cast[k] = autocast_cast(*in[k], *target, s.dtype);
     in[k] = &cast[k];
   }
 }
@@ -223,11 +272,29 @@ void check_no_internal_overlap(const Tensor& self) {
           "single memory location. Please clone() the tensor before performing the operation.");
 }
 
-Tensor autocast(const Tensor& t, AutocastClass cls) {
+Tensor autocast(const Tensor& t, AutocastPolicy policy) {
   std::array<Tensor, 3> cast;
   std::array<const Tensor*, 3> in = {&t, nullptr, nullptr};
-  apply_autocast(cls, t.device(), cast, in, 1);
+  apply_autocast(policy, t.device(), cast, in, 1);
   return *in[0];
+}
+
+std::vector<Tensor> autocast(std::initializer_list<const Tensor*> inputs, AutocastPolicy policy) {
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (const Tensor* t : inputs) out.push_back(t->defined() ? autocast(*t, policy) : Tensor());
+  return out;
+}
+
+AutocastOff::AutocastOff() {
+  for (int d = 0; d < kBackends; ++d) {
+    saved_[d] = t_autocast[d].enabled;
+    t_autocast[d].enabled = false;
+  }
+}
+
+AutocastOff::~AutocastOff() {
+  for (int d = 0; d < kBackends; ++d) t_autocast[d].enabled = saved_[d];
 }
 
 // ---- the dispatcher -----------------------------------------------------------------------------
@@ -246,7 +313,7 @@ Tensor run(const Call& c) {
   // 2. Autocast.
   std::array<const Tensor*, 3> in = c.inputs;
   std::array<Tensor, 3> cast;
-  apply_autocast(op.info.autocast, device, cast, in, n);
+  apply_autocast({AutocastClass::None, op.info.autocast}, device, cast, in, n);
 
   // 3. Dtypes.
   Promotion promotion;

@@ -19,6 +19,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "backend.h"
 #include "op_list.h"
@@ -89,10 +90,42 @@ void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* co
 /// Refuses an in-place write into memory that several elements share (an expanded tensor).
 void check_no_internal_overlap(const Tensor& self);
 
-/// `t` as autocast would give it to an op of class `cls` (LowerPrecision or Float32) on its
-/// device: cast (a recorded op) when a guard is on and `t` is eligible, else `t` itself. For the
-/// ops that do not go through run() (reductions, matmul).
-Tensor autocast(const Tensor& t, AutocastClass cls);
+/// What autocast does to an op's floating inputs on each device type. PyTorch keeps one list per
+/// device type, and the CPU's is short: there, matrix products run in the lower precision and
+/// losses in float32, and everything else (exp, softmax, sum ...) in its inputs' dtype. The op
+/// table's column is the CUDA list; on the CPU its rows are never cast.
+struct AutocastPolicy {
+  AutocastClass cpu, cuda;
+};
+/// matmul, addmm, linear: the lower precision on both.
+inline constexpr AutocastPolicy kAutocastLowerPrecision{AutocastClass::LowerPrecision,
+                                                        AutocastClass::LowerPrecision};
+/// The losses: float32 on both.
+inline constexpr AutocastPolicy kAutocastFloat32{AutocastClass::Float32, AutocastClass::Float32};
+/// sum, softmax, log_softmax: float32 on CUDA, their inputs' dtype on the CPU.
+inline constexpr AutocastPolicy kAutocastFloat32OnCuda{AutocastClass::None,
+                                                       AutocastClass::Float32};
 
+/// `t` as autocast would give it to an op with `policy` on its device: cast (a recorded op; a
+/// float32 weight's lower-precision copy comes from the scope's cache) when a guard is on and `t`
+/// is eligible, else `t` itself. For the ops that do not go through run() (reductions, matmul,
+/// the losses).
+Tensor autocast(const Tensor& t, AutocastPolicy policy);
+/// The same for several inputs of one op (an undefined one, such as a missing bias, stays so).
+std::vector<Tensor> autocast(std::initializer_list<const Tensor*> inputs, AutocastPolicy policy);
+
+/// Turns autocast off on every device type for its lifetime, without touching the cache: what an
+/// op that autocast has already cast runs under, so that the ops it is made of are not cast again
+/// (PyTorch excludes its autocast dispatch key while the op runs), and what backward runs under.
+class AutocastOff {
+ public:
+  AutocastOff();
+  ~AutocastOff();
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+
+ private:
+  bool saved_[kBackends];
+};
 
 }  // namespace tiny::detail

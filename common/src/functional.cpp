@@ -2,6 +2,7 @@
 #include "tiny/functional.h"
 
 #include "autograd_internal.h"
+#include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
 
@@ -25,7 +26,13 @@ void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+// Each function below first casts its inputs as autocast's lists say, then computes with autocast
+// off, so that the ops it is made of run in the dtype chosen for the whole (as PyTorch's autocast
+// runs an op it has cast with its own dispatch key excluded).
+
+Tensor log_softmax(const Tensor& input, int64_t dim) {
+  const Tensor x = detail::autocast(input, detail::kAutocastFloat32OnCuda);
+  const detail::AutocastOff inside;
   require_floating("log_softmax", x);
   dim = wrap_dim(dim, x.dim());
   Tensor out;
@@ -47,7 +54,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   return out;
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& input, int64_t dim) {
+  const Tensor x = detail::autocast(input, detail::kAutocastFloat32OnCuda);
+  const detail::AutocastOff inside;
   require_floating("softmax", x);
   dim = wrap_dim(dim, x.dim());
   Tensor out;
@@ -69,7 +78,10 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   return out;
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target) {
+Tensor mse_loss(const Tensor& input_, const Tensor& target_) {
+  const std::vector<Tensor> cast = detail::autocast({&input_, &target_}, detail::kAutocastFloat32);
+  const Tensor &input = cast[0], &target = cast[1];
+  const detail::AutocastOff inside;
   require_floating("mse_loss", input);
   require_same_shape("mse_loss", input, target);
   Tensor out;
@@ -94,7 +106,10 @@ Tensor mse_loss(const Tensor& input, const Tensor& target) {
   return out;
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target) {
+Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& target_) {
+  const std::vector<Tensor> cast = detail::autocast({&logits_, &target_}, detail::kAutocastFloat32);
+  const Tensor &logits = cast[0], &target = cast[1];
+  const detail::AutocastOff inside;
   require_floating("binary_cross_entropy_with_logits", logits);
   require_same_shape("binary_cross_entropy_with_logits", logits, target);
   Tensor out;
@@ -121,7 +136,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   return out;
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
+Tensor nll_loss(const Tensor& input, const Tensor& target) {
+  const Tensor log_probs = detail::autocast(input, detail::kAutocastFloat32);
+  const detail::AutocastOff inside;
   require_floating("nll_loss", log_probs);
   if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))
     throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
@@ -156,8 +173,34 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target) {
   return out;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+  // PyTorch's CPU list casts cross_entropy to float32; its CUDA list leaves that to its parts,
+  // log_softmax and nll_loss, which are on the list themselves.
+  const Tensor logits =
+      detail::autocast(input, {.cpu = AutocastClass::Float32, .cuda = AutocastClass::None});
   return nll_loss(log_softmax(logits, 1), target);
+}
+
+Tensor linear(const Tensor& input_, const Tensor& weight_, const Tensor& bias_) {
+  // The weight and the bias are leaves: under autocast their 16-bit copies come from the cache.
+  const std::vector<Tensor> cast =
+      detail::autocast({&input_, &weight_, &bias_}, detail::kAutocastLowerPrecision);
+  const Tensor &input = cast[0], &weight = cast[1], &bias = cast[2];
+  const detail::AutocastOff inside;
+  if (weight.dim() != 2)
+    throw RuntimeError("linear(): weight must be 2-D (out_features, in_features), got " +
+                       std::to_string(weight.dim()) + "-D");
+  // PyTorch's three forms, with its graphs: one addmm for a matrix (AddmmBackward0), the same on
+  // a flattened view for a contiguous 3-D batch (then ViewBackward0), and otherwise a matmul
+  // followed by the bias (AddBackward0). weight.t() is TBackward0 in all three.
+  if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
+  if (bias.defined() && input.dim() == 3 && input.is_contiguous()) {
+    const Tensor flat = addmm(bias, input.view({input.size(0) * input.size(1), input.size(2)}),
+                              weight.t());
+    return flat.view({input.size(0), input.size(1), flat.size(1)});
+  }
+  const Tensor out = matmul(input, weight.t());
+  return bias.defined() ? add(out, bias) : out;
 }
 
 }  // namespace tiny

@@ -7,6 +7,8 @@
 // cuBLAS on a GPU).
 #include <algorithm>
 #include <atomic>
+#include <tuple>
+#include <utility>
 
 #include "autograd_internal.h"
 #include "backend.h"
@@ -74,10 +76,54 @@ Tensor product_values(const Tensor& x, const Tensor& y) {
 
 using detail::SavedTensor;
 
-// One product, recorded as node `name` when an input needs a gradient: a dot (1-D @ 1-D), a
-// matrix times a vector (2-D @ 1-D), or a matrix product (2-D @ 2-D or 3-D @ 3-D). Backward of
-// C = A B is dA = dC B^T and dB = A^T dC: two more products of the same size, which is why a
+// A matrix stored transposed (the transpose of a contiguous one, as Linear's weight.t()).
+bool stored_transposed(const Tensor& m) {
+  return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 &&
+         m.stride(1) == m.size(0);
+}
+
+// What backward of C = A B needs, saved as PyTorch saves it: A only if B needs a gradient (dB =
+// A^T dC), B only if A does (dA = dC B^T). Two more products of C's size, which is why a
 // backward pass costs about twice the forward.
+struct MatrixProductGrad {
+  SavedTensor a, b;
+  bool ga, gb;        // which inputs need a gradient
+  bool at, bt;        // which are stored transposed (2-D only)
+
+  MatrixProductGrad(const char* node, const Tensor& x, const Tensor& y)
+      : a(y.requires_grad() ? x : Tensor(), node),
+        b(x.requires_grad() ? y : Tensor(), node),
+        ga(x.requires_grad()),
+        gb(y.requires_grad()),
+        at(x.dim() == 2 && y.dim() == 2 && stored_transposed(x)),
+        bt(x.dim() == 2 && y.dim() == 2 && stored_transposed(y)) {}
+
+  // dA and dB for mm and bmm.
+  std::pair<Tensor, Tensor> operator()(const Tensor& g) const {
+    Tensor grad_a, grad_b;
+    if (at || bt) {
+      // The same two products, computed transposed for an input stored transposed, so that its
+      // gradient comes out in its own layout, as PyTorch's mm backward does. The transpose's
+      // backward then hands AccumulateGrad a contiguous gradient, which it keeps instead of
+      // copying (for a Linear layer: one weight's worth of memory less).
+      if (ga)
+        grad_a = at ? matmul(b.unpack(), g.transpose(-2, -1)).transpose(-2, -1)
+                    : matmul(g, b.unpack().transpose(-2, -1));
+      if (gb)
+        grad_b = bt ? matmul(g.transpose(-2, -1), a.unpack()).transpose(-2, -1)
+                    : matmul(a.unpack().transpose(-2, -1), g);
+    } else {
+      // BEGIN SOLUTION ch03 matmul_backward
+      if (ga) grad_a = matmul(g, b.unpack().transpose(-2, -1));
+      if (gb) grad_b = matmul(a.unpack().transpose(-2, -1), g);
+      // END SOLUTION ch03 matmul_backward
+    }
+    return {grad_a, grad_b};
+  }
+};
+
+// One product, recorded as node `name` when an input needs a gradient: a dot (1-D @ 1-D), a
+// matrix times a vector (2-D @ 1-D), or a matrix product (2-D @ 2-D or 3-D @ 3-D).
 Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   const int64_t da = a.dim(), db = b.dim();
   Tensor out;
@@ -86,46 +132,24 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   else if (db == 1) out = product_values(a, b.detach().unsqueeze(1)).view({a.size(0)});
   else out = product_values(a, b);
   if (!detail::should_record({&a, &b})) return out;
-  const bool ga = a.requires_grad(), gb = b.requires_grad();
-  SavedTensor sa(gb ? a : Tensor(), name), sb(ga ? b : Tensor(), name);
-  // A matrix stored transposed (the transpose of a contiguous one, as Linear's weight.T()).
-  auto stored_transposed = [](const Tensor& m) {
-    return m.dim() == 2 && m.size(0) > 1 && m.size(1) > 1 && m.stride(0) == 1 &&
-           m.stride(1) == m.size(0);
-  };
-  const bool at = da == 2 && db == 2 && stored_transposed(a);
-  const bool bt = da == 2 && db == 2 && stored_transposed(b);
+  const MatrixProductGrad grads(name, a, b);
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1));
   detail::record(
       out, name, {a, b},
-      [sa, sb, ga, gb, da, db, at, bt](const Tensor& g) {
+      [grads, da, db](const Tensor& g) {
         Tensor grad_a, grad_b;
         if (da == 1 && db == 1) {  // dot: d(a.b)/da = b
-          if (ga) grad_a = mul(g, sb.unpack());
-          if (gb) grad_b = mul(g, sa.unpack());
+          if (grads.ga) grad_a = mul(g, grads.b.unpack());
+          if (grads.gb) grad_b = mul(g, grads.a.unpack());
         } else if (db == 1) {  // mv: dA = outer(dy, b), db = A^T dy
-          if (ga) grad_a = mul(g.unsqueeze(1), sb.unpack().unsqueeze(0));
-          if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
-        } else if (at || bt) {
-          // The same two products, computed transposed for an input stored transposed, so that
-          // its gradient comes out in its own layout, as PyTorch's mm backward does. The
-          // transpose's backward then hands AccumulateGrad a contiguous gradient, which it keeps
-          // instead of copying (for a Linear layer: one weight's worth of memory less).
-          if (ga)
-            grad_a = at ? matmul(sb.unpack(), g.transpose(-2, -1)).transpose(-2, -1)
-                        : matmul(g, sb.unpack().transpose(-2, -1));
-          if (gb)
-            grad_b = bt ? matmul(g.transpose(-2, -1), sa.unpack()).transpose(-2, -1)
-                        : matmul(sa.unpack().transpose(-2, -1), g);
+          if (grads.ga) grad_a = mul(g.unsqueeze(1), grads.b.unpack().unsqueeze(0));
+          if (grads.gb) grad_b = matmul(grads.a.unpack().transpose(-2, -1), g);
         } else {  // mm, bmm
-          // BEGIN SOLUTION ch03 matmul_backward
-          if (ga) grad_a = matmul(g, sb.unpack().transpose(-2, -1));
-          if (gb) grad_b = matmul(sa.unpack().transpose(-2, -1), g);
-          // END SOLUTION ch03 matmul_backward
+          std::tie(grad_a, grad_b) = grads(g);
         }
         return std::vector<Tensor>{grad_a, grad_b};
       },
-      flops, flops * (ga + gb));
+      flops, flops * (grads.ga + grads.gb));
   return out;
 }
 
@@ -156,8 +180,8 @@ std::string float32_matmul_precision() { return g_allow_tf32.load() ? "high" : "
 Tensor matmul(const Tensor& input, const Tensor& other) {
   detail::op_device("matmul", {&input, &other});
   // Autocast runs matrix products in its lower precision.
-  const Tensor a = detail::autocast(input, AutocastClass::LowerPrecision);
-  const Tensor b = detail::autocast(other, AutocastClass::LowerPrecision);
+  const Tensor a = detail::autocast(input, detail::kAutocastLowerPrecision);
+  const Tensor b = detail::autocast(other, detail::kAutocastLowerPrecision);
   check_matmul(a, b);
   const int64_t K = a.size(-1);
   if (a.dim() == 1 && b.dim() == 1) return product("DotBackward0", a, b);
@@ -193,6 +217,45 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   }
   if (a.dim() == 1) out = out.squeeze(-2);
   if (b.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
+  detail::op_device("addmm", {&input_, &mat1_, &mat2_});
+  const std::vector<Tensor> cast =
+      detail::autocast({&input_, &mat1_, &mat2_}, detail::kAutocastLowerPrecision);
+  const Tensor &input = cast[0], &mat1 = cast[1], &mat2 = cast[2];
+  if (mat1.dim() != 2)
+    throw RuntimeError("mat1 must be a matrix, got " + std::to_string(mat1.dim()) + "-D tensor");
+  if (mat2.dim() != 2)
+    throw RuntimeError("mat2 must be a matrix, got " + std::to_string(mat2.dim()) + "-D tensor");
+  if (input.dtype() != mat2.dtype() || mat1.dtype() != mat2.dtype())
+    throw RuntimeError(std::string(input.dtype() != mat2.dtype() ? "self" : "mat1") +
+                       " and mat2 must have the same dtype");
+  check_matmul(mat1, mat2);
+  const Shape shape = {mat1.size(0), mat2.size(1)};
+  (void)input.expand(shape);  // the bias must expand to the product's shape (expand's message)
+  Tensor out = product_values(mat1, mat2);
+  {
+    NoGradGuard plain;
+    out.add_(input.detach());
+  }
+  count_op_cost(static_cast<double>(out.numel()), static_cast<double>(out.nbytes()));
+  if (!detail::should_record({&input, &mat1, &mat2})) return out;
+  const MatrixProductGrad grads("AddmmBackward0", mat1, mat2);
+  const Shape input_shape = input.shape();
+  const bool gi = input.requires_grad();
+  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(mat1.size(1));
+  detail::record(
+      out, "AddmmBackward0", {input, mat1, mat2},
+      [grads, input_shape, gi](const Tensor& g) {
+        // The bias was broadcast over the rows: its gradient sums them back (first, while the
+        // products' gradients do not yet take memory).
+        const Tensor grad_input = gi ? detail::sum_to(g, input_shape) : Tensor();
+        const auto [grad_a, grad_b] = grads(g);
+        return std::vector<Tensor>{grad_input, grad_a, grad_b};
+      },
+      flops + static_cast<double>(out.numel()), flops * (grads.ga + grads.gb));
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "tiny/checkpoint.h"
 #include "tiny/error.h"
 #include "tiny/format.h"
+#include "tiny/functional.h"
 #include "tiny/init.h"
 #include "tiny/ops.h"
 #include "internal.h"
@@ -201,8 +202,7 @@ Tensor Linear::forward(const Tensor& x) {
         (x.dim() == 0 ? std::string("scalar")
                       : std::to_string(x.numel() / x.size(-1)) + "x" + std::to_string(x.size(-1))) +
         " and " + std::to_string(in_features) + "x" + std::to_string(out_features) + ")");
-  Tensor y = matmul(x, weight.t());  // t(), as PyTorch's linear: the graph shows TBackward0
-  return bias.defined() ? y + bias : y;
+  return linear(x, weight, bias);
 }
 
 std::string Linear::extra_repr() const {

@@ -85,10 +85,11 @@ Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& re
   return out;
 }
 
-// Autocast runs sums in float32 (PyTorch's fp32 list); means run in their input's dtype.
+// Autocast runs sums in float32 on CUDA (PyTorch's CUDA fp32 list; its CPU list leaves sums
+// alone); means run in their input's dtype on both.
 Tensor sum_impl(const Tensor& input, const std::vector<bool>& reduce, bool keepdim,
                 const char* node) {
-  const Tensor a = detail::autocast(input, AutocastClass::Float32);
+  const Tensor a = detail::autocast(input, detail::kAutocastFloat32OnCuda);
   return record_reduction(reduce_values(a, reduce, keepdim, 1.0), a, reduce, node, 1.0);
 }
 

@@ -1,10 +1,16 @@
 /// @file functional.h
-/// @brief Losses and normalisations, as torch.nn.functional has them, differentiable and in
-/// their numerically stable forms.
+/// @brief Linear layers, losses and normalisations, as torch.nn.functional has them,
+/// differentiable and in their numerically stable forms.
 #pragma once
 #include "tiny/tensor.h"
 
 namespace tiny {
+
+/// input @ weight.T + bias (F.linear), weight (out_features, in_features), bias (out_features) or
+/// undefined. Recorded as PyTorch records it: one AddmmBackward0 for a 2-D input with a bias.
+/// Under autocast all three are cast to the lower precision, the weight's copy made once per
+/// scope.
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
 
 /// log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max))) so that large
 /// logits do not overflow.

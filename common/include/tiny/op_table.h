@@ -26,11 +26,13 @@ enum class DTypeRule {
   FloatOnly,       ///< floating inputs only, no promotion from integers (gelu)
 };
 
-/// What autocast (chapter 08) does to an op's floating inputs while it is enabled.
+/// What autocast (chapter 08) does to an op's floating inputs while it is enabled. The table's
+/// column is PyTorch's CUDA list; PyTorch's CPU list names no elementwise op, so on the CPU the
+/// table's ops run in their inputs' dtypes (amp.h has the whole rule).
 enum class AutocastClass {
   None,            ///< nothing: the op runs in its inputs' dtypes
   LowerPrecision,  ///< cast to the autocast dtype (float16 or bfloat16): matmul
-  Float32,         ///< cast 16-bit floats up to float32, for range or accuracy: exp, log, pow, sum
+  Float32,         ///< cast 16-bit floats up to float32, for range or accuracy: exp, log, pow
   Promote,         ///< cast every input to the widest of them: addcmul, addcdiv
 };
 
@@ -40,7 +42,7 @@ struct OpInfo {
   int arity;               ///< tensor inputs
   const char* node;        ///< PyTorch's autograd node, "AddBackward0" (null: not differentiable)
   DTypeRule dtype_rule;    ///< how the result's dtype is chosen
-  AutocastClass autocast;  ///< what autocast does to its inputs
+  AutocastClass autocast;  ///< what autocast does to its inputs on CUDA
   double flops;            ///< FLOPs per output element (the convention: 1 per add or multiply)
   const char* source;      ///< the per-element expression: inputs x, y, z; scalars a, b; type T
   const char* scalars;     ///< what a and b mean, "alpha", "value", "min, max" ("" for none)

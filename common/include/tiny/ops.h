@@ -142,6 +142,10 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim = false);
 /// product, 1-D operands gain and lose a dimension, and leading (batch) dimensions broadcast:
 /// (4, 8, 16, 32) @ (32, 2) -> (4, 8, 16, 2). Runs through a BLAS on the CPU.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// input + mat1 @ mat2 (torch.addmm with beta = alpha = 1): mat1 (M, K), mat2 (K, N), input
+/// broadcastable to (M, N), all of one dtype. One recorded node, AddmmBackward0, which is what a
+/// Linear layer with a bias records.
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2);
 /// Keeps elements on and above the `diagonal`-th diagonal of the last two dims, zeroes the rest.
 Tensor triu(const Tensor& a, int64_t diagonal = 0);
 /// Keeps elements on and below the `diagonal`-th diagonal, zeroes the rest.
