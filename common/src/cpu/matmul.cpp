@@ -147,10 +147,9 @@ void gemm(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> B, T* C)
 // last panel. That is PyTorch's and the hardware's rule (accumulate in float32, round once), and
 // it keeps the scratch memory to two panels and one float32 output, where converting the whole
 // operands first would copy both of them. The panel width is a measured choice: with panels of
-// 256 to 1024, 2048 x 2048 products ran at float32's speed, within this machine's noise (sgemm
-// packs its operands into its own blocks anyway, and a panel of 256 is as deep as one of them),
-// so the narrowest is kept: it needs the least scratch, and more of a freshly converted panel is
-// still in cache when sgemm reads it.
+// 256 to 2048, 2048 x 2048 products ran at 0.9 to 1.0 times float32's speed, none clearly ahead
+// (sgemm packs its operands into its own blocks anyway), so the narrowest is kept: it needs the
+// least scratch, and more of a freshly converted panel is still in cache when sgemm reads it.
 constexpr int64_t kPanel = 256;
 
 // The float32 scratch of one 16-bit matmul call, reused by every batch element: a panel of A
