@@ -3,7 +3,10 @@
 // same product in float32, bfloat16 and float16, whose FLOP/s should be close, since the 16-bit
 // products run through sgemm a panel at a time.
 //   make bench   (or build/bench/bench_matmul --benchmark_filter=1024)
-//   build/bench/bench_matmul --benchmark_filter=InDtype --benchmark_repetitions=3
+//   build/bench/bench_matmul --benchmark_filter=InDtype --benchmark_repetitions=5
+//       --benchmark_enable_random_interleaving=true   (one command line)
+// (on a shared machine the load drifts by more than the dtypes differ; interleaving the
+// repetitions spreads the drift over all of them, so the medians can be compared)
 #include <vector>
 
 #include "bench_common.h"
