@@ -102,6 +102,125 @@ TEST_P(MatmulBackends, LargerMatricesUseTheFastPathsCorrectly) {
   }
 }
 
+namespace {
+
+// One unit in the last place of a float16 or bfloat16 value x: the gap between the two values of
+// the format around |x| (the subnormal spacing below the smallest normal).
+double ulp_of(DType dt, double x) {
+  const int mantissa_bits = dt == kBFloat16 ? 7 : 10, min_exponent = dt == kBFloat16 ? -126 : -14;
+  int e = 0;
+  std::frexp(x, &e);  // |x| = f * 2^e with f in [0.5, 1), so floor(log2 |x|) = e - 1
+  return std::ldexp(1.0, std::max(e - 1, min_exponent) - mantissa_bits);
+}
+
+// Checks a 16-bit product against float64. The reference sums the exact products of the inputs'
+// values in float64 and rounds the sum to the output dtype once. The library sums in float32,
+// whose error is at most K * 2^-24 * sum_k |a_ik| |b_kj| (the classical bound for a sum of K
+// terms, which covers any order a BLAS or the blocked loops add in), and then rounds once. The
+// float32 error can move the sum across a rounding boundary of the 16-bit format, so the honest
+// bound is 1 ulp of the output dtype plus that float32 term; for these sizes the float32 term is
+// far below an ulp, except where cancellation leaves a result much smaller than its terms. Almost
+// every element must then match the rounded reference exactly: rounding more than once (after
+// each panel, say) would miss it on a large fraction of them, often by no more than 1 ulp.
+::testing::AssertionResult matches_rounded_float64(const Tensor& got, const Tensor& a,
+                                                   const Tensor& b) {
+  const DType dt = a.dtype();
+  if (got.dtype() != dt)
+    return ::testing::AssertionFailure() << "result dtype " << dtype_name(got.dtype());
+  Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                 Shape(b.shape().begin(), b.shape().end() - 2));
+  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1), nb = shape_numel(batch);
+  Shape as = batch, bs = batch, cs = batch;
+  as.insert(as.end(), {M, K});
+  bs.insert(bs.end(), {K, N});
+  cs.insert(cs.end(), {M, N});
+  if (got.shape() != cs) return ::testing::AssertionFailure() << "shape " << format_tuple(got.shape());
+  // The 16-bit values are exact in float64, and so are their products.
+  const Tensor x = a.to(kFloat64).expand(as).contiguous(), y = b.to(kFloat64).expand(bs).contiguous();
+  const double* px = x.data<double>();
+  const double* py = y.data<double>();
+  Tensor sum = empty(cs, kFloat64), magnitude = empty(cs, kFloat64);
+  double* ps = sum.data<double>();
+  double* pm = magnitude.data<double>();
+  for (int64_t bi = 0; bi < nb; ++bi)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0, m = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double p = px[(bi * M + i) * K + k] * py[(bi * K + k) * N + j];
+          s += p;
+          m += std::fabs(p);
+        }
+        ps[(bi * M + i) * N + j] = s;
+        pm[(bi * M + i) * N + j] = m;
+      }
+  const Tensor rounded = sum.to(dt).to(kFloat64), actual = got.to(kFloat64).contiguous();
+  const double* pr = rounded.data<double>();
+  const double* pa = actual.data<double>();
+  int64_t exact = 0;
+  for (int64_t e = 0; e < actual.numel(); ++e) {
+    const double bound = ulp_of(dt, pr[e]) + static_cast<double>(K) * 0x1p-24 * pm[e];
+    if (!(std::fabs(pa[e] - pr[e]) <= bound))
+      return ::testing::AssertionFailure()
+             << "element " << e << " (row-major) is " << repr(pa[e]) << ", rounded reference "
+             << repr(pr[e]) << " (bound " << bound << ")";
+    exact += pa[e] == pr[e];
+  }
+  // Measured, fewer than 0.5% of the elements straddle a boundary; rounding after every panel
+  // instead misses about 30%. Allow 1%, and two more for the chance of a small output.
+  if (actual.numel() - exact > actual.numel() / 100 + 2)
+    return ::testing::AssertionFailure()
+           << "only " << exact << " of " << actual.numel() << " elements are correctly rounded";
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace
+
+// The 16-bit products are sgemm's, one panel of K at a time; these shapes cover a single panel,
+// K not a multiple of the panel width, several panels, and no panel at all.
+TEST_P(MatmulBackends, SixteenBitProductsRoundTheFloat64ResultOnce) {
+  TINY_SEEDED(rng);
+  for (DType dt : {kBFloat16, kFloat16}) {
+    for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 64},
+                           {37, 300, 53},
+                           {48, 700, 40},
+                           {5, 1030, 3},
+                           {1, 513, 33},
+                           {33, 600, 1}}) {
+      const Tensor a = random_values(rng, {M, K}).to(dt), b = random_values(rng, {K, N}).to(dt);
+      EXPECT_TRUE(matches_rounded_float64(matmul(a, b), a, b))
+          << M << "x" << K << " @ " << K << "x" << N << " in " << dtype_name(dt);
+    }
+    // K = 0: an empty sum, zeros of the inputs' dtype.
+    const Tensor z = matmul(empty({4, 0}, dt), empty({0, 3}, dt));
+    EXPECT_EQ(z.dtype(), dt);
+    EXPECT_TRUE(equal(z, zeros({4, 3}, dt)));
+  }
+}
+
+// The operands are read in place in any layout: transposed (column by column), every other
+// column of a wider matrix (neither rows nor columns contiguous), and a batch against one
+// matrix broadcast over it (batch stride 0).
+TEST_P(MatmulBackends, SixteenBitProductsReadAnyLayout) {
+  TINY_SEEDED(rng);
+  for (DType dt : {kBFloat16, kFloat16}) {
+    const int64_t M = 29, K = 600, N = 45;
+    const Tensor at = random_values(rng, {K, M}).to(dt).t(), bt = random_values(rng, {N, K}).to(dt).t();
+    ASSERT_EQ(at.stride(0), 1);
+    EXPECT_TRUE(matches_rounded_float64(matmul(at, bt), at, bt)) << dtype_name(dt);
+    const Tensor a = random_values(rng, {M, K}).to(dt);
+    const Tensor every_other = random_values(rng, {K, 2 * N}).to(dt).slice(1, 0, std::nullopt, 2);
+    EXPECT_TRUE(matches_rounded_float64(matmul(at, every_other), at, every_other)) << dtype_name(dt);
+    EXPECT_TRUE(matches_rounded_float64(matmul(every_other.t(), a.t()), every_other.t(), a.t()))
+        << dtype_name(dt);
+    const Tensor batch = random_values(rng, {3, M, K}).to(dt), one = random_values(rng, {1, K, N}).to(dt);
+    EXPECT_TRUE(matches_rounded_float64(matmul(batch, one), batch, one)) << dtype_name(dt);
+    const Tensor batch_t = random_values(rng, {3, N, K}).to(dt).transpose(-2, -1);
+    EXPECT_TRUE(matches_rounded_float64(matmul(a.unsqueeze(0), batch_t), a.unsqueeze(0), batch_t))
+        << dtype_name(dt);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, MatmulBackends,
                          ::testing::Values(MatmulBackend::Blas, MatmulBackend::Blocked),
                          [](const auto& info) {

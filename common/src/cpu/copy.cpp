@@ -50,10 +50,15 @@ __attribute__((target("avx,f16c"))) void convert_row_f16c(float* d, const Half* 
 const bool kHaveF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
 #endif
 
-template <typename D, typename S>
-void convert_row(D* d, const S* s,
-                 int64_t n) requires((std::is_same_v<D, Half> && std::is_same_v<S, float>) ||
-                                     (std::is_same_v<D, float> && std::is_same_v<S, Half>)) {
+}  // namespace
+
+void convert_row(Half* d, const float* s, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveF16c) return convert_row_f16c(d, s, n);
+#endif
+  convert_row_portable(d, s, n);
+}
+void convert_row(float* d, const Half* s, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (kHaveF16c) return convert_row_f16c(d, s, n);
 #endif
@@ -65,7 +70,6 @@ TINY_CLONES void convert_row(BFloat16* __restrict d, const float* __restrict s, 
 TINY_CLONES void convert_row(float* __restrict d, const BFloat16* __restrict s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = float(s[i]);
 }
-}  // namespace
 
 void copy(const Tensor& dst, const Tensor& src) {
   dispatch_dtype(dst.dtype(), [&]<typename D>() {

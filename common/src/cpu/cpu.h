@@ -8,6 +8,12 @@
 namespace tiny::detail::cpu {
 
 void copy(const Tensor& dst, const Tensor& src);  // cpu/copy.cpp
+// n contiguous elements between float32 and a 16-bit float, at about the speed of memcpy (SIMD
+// where the processor has it, chosen at run time); copy() and the 16-bit matmul use them.
+void convert_row(Half* d, const float* s, int64_t n);      // cpu/copy.cpp
+void convert_row(float* d, const Half* s, int64_t n);      // cpu/copy.cpp
+void convert_row(BFloat16* d, const float* s, int64_t n);  // cpu/copy.cpp
+void convert_row(float* d, const BFloat16* s, int64_t n);  // cpu/copy.cpp
 void where(const Tensor& out, const Tensor& condition, const Tensor& a,
            const Tensor& b);                                                     // cpu/backend.cpp
 Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor);    // cpu/reduce.cpp
