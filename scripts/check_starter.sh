@@ -20,5 +20,9 @@ for ch in $with_exercises; do
   cmake -S "$tmp/starter" -B "$tmp/starter/build" $generator -DCMAKE_BUILD_TYPE=Release \
     -DTINY_BENCH=OFF -DTINY_CUDA=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" > "$tmp/configure.log"
   cmake --build "$tmp/starter/build" -j "$(nproc)" > "$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log"; exit 1; }
-  python3 scripts/grade.py --starter "$tmp/starter/build" $all_chapters
+  # The labels graded: every chapter's, and this exercise's own when no chapter folder has that
+  # number yet (library tests labelled for a chapter still being written, such as ch08's).
+  graded=$all_chapters
+  ls -d chapters/"$ch"_* > /dev/null 2>&1 || graded="$graded $ch"
+  python3 scripts/grade.py --starter "$tmp/starter/build" $graded
 done

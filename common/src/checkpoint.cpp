@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "tiny/amp.h"
 #include "tiny/format.h"
 #include "tiny/nn.h"
 #include "tiny/optim.h"
@@ -840,16 +841,69 @@ std::vector<std::pair<optim::Settings, std::vector<int64_t>>> parse_groups(
   return groups;
 }
 
+// A GradScaler's state_dict() as the JSON Python's json.dumps writes for PyTorch's: the same
+// keys in the same order, floats as repr writes them, integers as integers.
+std::string scaler_json(const amp::GradScaler& scaler) {
+  const std::optional<amp::GradScalerState> state = scaler.state_dict();
+  if (!state) return "{}";
+  auto number = [](const char* key, double d) {
+    if (!std::isfinite(d))
+      throw ValueError(std::string("save_checkpoint: the scaler's ") + key + " is " + repr(d) +
+                       ", which JSON cannot hold");
+    return repr(d);
+  };
+  std::string out = "{\"scale\": " + number("scale", state->scale);
+  out += ", \"growth_factor\": " + number("growth_factor", state->growth_factor);
+  out += ", \"backoff_factor\": " + number("backoff_factor", state->backoff_factor);
+  out += ", \"growth_interval\": " + std::to_string(state->growth_interval);
+  out += ", \"_growth_tracker\": " + std::to_string(state->growth_tracker) + "}";
+  return out;
+}
+
+// The inverse of scaler_json: {} is a disabled scaler's state (nullopt); anything else must be
+// the five entries, each a number (the two counts whole numbers).
+std::optional<amp::GradScalerState> parse_scaler(const std::string& text,
+                                                 const std::string& where) {
+  const Json root = JsonReader(text, where + ": grad_scaler").read_document();
+  if (root.kind != Json::Kind::Object)
+    throw RuntimeError(where + ": grad_scaler must be a JSON object");
+  if (root.members.empty()) return std::nullopt;
+  amp::GradScalerState state;
+  double* const reals[] = {&state.scale, &state.growth_factor, &state.backoff_factor};
+  int64_t* const counts[] = {&state.growth_interval, &state.growth_tracker};
+  const char* const names[] = {"scale", "growth_factor", "backoff_factor", "growth_interval",
+                               "_growth_tracker"};
+  bool seen[5] = {};
+  for (const auto& [key, value] : root.members) {
+    const std::string what = where + ": grad_scaler \"" + key + "\"";
+    size_t k = 0;
+    while (k < 5 && key != names[k]) ++k;
+    if (k == 5) throw RuntimeError(what + " is not an entry of GradScaler.state_dict()");
+    seen[k] = true;
+    const double d = json_number(value, what);
+    if (k < 3) {
+      *reals[k] = d;
+    } else {
+      // Whole numbers that an int64 holds (2^63 is the first double past its range).
+      if (d != std::floor(d) || std::fabs(d) >= 9223372036854775808.0)
+        throw RuntimeError(what + " must be a whole number, got " + value.text);
+      *counts[k - 3] = static_cast<int64_t>(d);
+    }
+  }
+  for (size_t k = 0; k < 5; ++k)
+    if (!seen[k]) throw RuntimeError(where + ": grad_scaler has no \"" + names[k] + "\"");
+  return state;
+}
+
 constexpr const char* kModelPrefix = "model.";
 constexpr const char* kStatePrefix = "optimizer.state.";
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
-}  // namespace
-
-void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer& optimizer,
-                     const std::map<std::string, std::string>& extra) {
+// Both save_checkpoint()s: with a scaler's state as JSON, or without (null).
+void save_checkpoint_with(const std::string& path, const nn::Module& model,
+                          const optim::Optimizer& optimizer, const std::string* scaler_state,
+                          const std::map<std::string, std::string>& extra) {
   NamedTensors tensors;
   for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModelPrefix + name, t);
   const optim::OptimizerState state = optimizer.state_dict();
@@ -857,17 +911,20 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
     for (const auto& [key, t] : entries)
       tensors.emplace_back(kStatePrefix + std::to_string(index) + "." + key, t);
   std::map<std::string, std::string> metadata = extra;
-  for (const char* reserved : {"optimizer", "optimizer.param_groups"})
+  for (const char* reserved : {"optimizer", "optimizer.param_groups", "grad_scaler"})
     if (metadata.count(reserved))
       throw ValueError(std::string("save_checkpoint: the metadata key '") + reserved +
                        "' is the checkpoint's own");
   metadata["optimizer"] = optimizer.name();
   metadata["optimizer.param_groups"] = groups_json(state);
+  if (scaler_state) metadata["grad_scaler"] = *scaler_state;
   save_safetensors(path, tensors, metadata);
 }
 
-std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
-                                                   optim::Optimizer& optimizer) {
+// Both load_checkpoint()s: restoring a scaler too, or not (null).
+std::map<std::string, std::string> load_checkpoint_with(const std::string& path, nn::Module& model,
+                                                        optim::Optimizer& optimizer,
+                                                        amp::GradScaler* scaler) {
   const TensorFile file = load_safetensors(path);
   const std::string where = "checkpoint '" + path + "'";
   // The model: its names, shapes and dtypes, all at once.
@@ -916,14 +973,47 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::
                            " has dtype " + dtype_name(t.dtype()) + ", its parameter " +
                            dtype_name(want));
     }
-  // Both checked: the optimizer checks its groups and state shapes before it changes anything,
-  // and the model's copy cannot fail after check_tensors.
+  // The scaler's state, read now; an empty one is refused now too (by load_state_dict itself,
+  // which raises before it changes anything), so that nothing below can fail on its account.
+  std::optional<amp::GradScalerState> scaler_state;
+  if (scaler) {
+    scaler_state = parse_scaler(meta("grad_scaler"), where);
+    if (!scaler_state) scaler->load_state_dict(scaler_state);
+  }
+  // All checked: the optimizer checks its groups and state shapes before it changes anything,
+  // and neither the model's copy (after check_tensors) nor the scaler's can fail.
   optimizer.load_state_dict(state);
   model.load_state_dict(params);
+  if (scaler) scaler->load_state_dict(scaler_state);
   std::map<std::string, std::string> extra = file.metadata;
-  extra.erase("optimizer");
-  extra.erase("optimizer.param_groups");
+  for (const char* own : {"optimizer", "optimizer.param_groups", "grad_scaler"}) extra.erase(own);
   return extra;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer,
+                     const std::map<std::string, std::string>& extra) {
+  save_checkpoint_with(path, model, optimizer, nullptr, extra);
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const amp::GradScaler& scaler,
+                     const std::map<std::string, std::string>& extra) {
+  const std::string state = scaler_json(scaler);
+  save_checkpoint_with(path, model, optimizer, &state, extra);
+}
+
+std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
+                                                   optim::Optimizer& optimizer) {
+  return load_checkpoint_with(path, model, optimizer, nullptr);
+}
+
+std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
+                                                   optim::Optimizer& optimizer,
+                                                   amp::GradScaler& scaler) {
+  return load_checkpoint_with(path, model, optimizer, &scaler);
 }
 
 }  // namespace tiny

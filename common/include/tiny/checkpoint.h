@@ -98,6 +98,9 @@ class Module;
 namespace optim {
 class Optimizer;
 }
+namespace amp {
+class GradScaler;
+}
 
 /// Saves a model and its optimizer in one safetensors file (atomically, as save_safetensors):
 ///   - every parameter as "model.<name>" (model.state_dict()'s names);
@@ -116,6 +119,26 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 /// dtype. Nothing is changed unless everything fits. Returns the file's metadata (`extra`).
 std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
                                                    optim::Optimizer& optimizer);
+
+/// save_checkpoint() with a GradScaler's state as well, so that a run with loss scaling resumes
+/// with the same scale and the same count towards its next growth. The state goes into the
+/// metadata under "grad_scaler", as the JSON of PyTorch's scaler.state_dict():
+/// {"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+/// "_growth_tracker": 0} (or {} for a disabled scaler), which Python hands back with
+/// `scaler.load_state_dict(json.loads(metadata["grad_scaler"]))`. Save after scaler.update(),
+/// when the iteration is over. ValueError for a scale that JSON cannot hold (inf or NaN).
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, const amp::GradScaler& scaler,
+                     const std::map<std::string, std::string>& extra = {});
+
+/// load_checkpoint() that also restores `scaler` from the file's "grad_scaler" metadata
+/// (scaler.load_state_dict). RuntimeError when the file has none or it is not the five numbers
+/// of a state_dict(); an empty one ({}, from a disabled scaler) raises load_state_dict's
+/// RuntimeError. Everything is checked before anything is changed. (The overload without a
+/// scaler ignores a saved scaler's state.)
+std::map<std::string, std::string> load_checkpoint(const std::string& path, nn::Module& model,
+                                                   optim::Optimizer& optimizer,
+                                                   amp::GradScaler& scaler);
 
 namespace detail {
 /// A test's window into save_safetensors(): called after each block of the temporary file is

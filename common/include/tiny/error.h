@@ -40,6 +40,13 @@ class TypeError : public Error {
   using Error::Error;  ///< constructed from the message, like Error
 };
 
+/// Python's `AssertionError`: one of PyTorch's Python-level `assert` checks failed (GradScaler
+/// checks its arguments and the order of its calls this way).
+class AssertionError : public Error {
+ public:
+  using Error::Error;  ///< constructed from the message, like Error
+};
+
 /// Raised by an exercise whose solution was removed from a student's starter copy.
 class NotImplementedError : public Error {
  public:
