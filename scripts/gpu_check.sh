@@ -24,6 +24,8 @@ tests_rc=$?
 # The chapter measures what the summary reports (TFLOP/s, the bus, bandwidth) and writes it as
 # CSV; Google Benchmark's programs run too where that library was found at configure time.
 "$build/ch04_devices" --csv "$build/csv" > "$build/ch04.log" 2>&1 || { echo "ch04_devices failed:"; tail -20 "$build/ch04.log"; tests_rc=1; }
+# Chapter 08 times its matrix products in each precision on the GPU too (one line).
+"$build/ch08_mixed_precision" > "$build/ch08.log" 2>&1 || { echo "ch08_mixed_precision failed:"; tail -20 "$build/ch08.log"; tests_rc=1; }
 bench_lines=()
 for b in "$build"/bench/bench_*; do
   [ -x "$b" ] || continue
@@ -45,6 +47,8 @@ printf '%-34s %s\n' "CUDA tests passed" "$(grep -E 'Test +#[0-9]+: Cuda' "$build
 # Chapter 06's GPU tests: the optimizers against PyTorch's bits, training and get_batch on CUDA.
 printf '%-34s %s\n' "ch06 GPU tests passed (of 4)" "$(grep -E 'Test +#[0-9]+: (Optim.OnTheGpu|Nn.TrainingOnTheGpu|Data.GetBatchOnCuda|Random.CudaTensors)' "$build/test.log" | grep -c ' Passed' || true)"
 printf '%-34s %s\n' "ch07 GPU tests passed (of 1)" "$(grep -E 'Test +#[0-9]+: Memory.StepOnTheGpu' "$build/test.log" | grep -c ' Passed' || true)"
+printf '%-34s %s\n' "ch08 GPU tests passed (of 1)" "$(grep -E 'Test +#[0-9]+: AutocastCuda' "$build/test.log" | grep -c ' Passed' || true)"
+printf '%-34s %s\n' "ch08 matmul by precision" "$(grep -E '^cuda, n = ' "$build/ch08.log" | head -1 || true)"
 if [ -f "$mm" ]; then
   for dt in float32 tf32 float16 bfloat16; do
     printf '%-34s %s\n' "matmul 4096 cuda $dt TFLOP/s" "$(fmt "$(value "$mm" "\$1 == \"cuda\" && \$2 == \"$dt\" && \$3 == 4096" 4)" 1)"

@@ -392,7 +392,22 @@ static void speed() {
                 s / fp32_seconds);
   }
   //! [speed]
-  std::printf("\n");
+  //! [speed_cuda]
+  // On a GPU the 16-bit products run on its tensor cores (cuBLAS, float32 accumulation).
+  if (!cuda::available()) {
+    std::printf("cuda: not available (%s)\n\n", cuda::unavailable_reason().c_str());
+    return;
+  }
+  const int64_t m = 4096;
+  const Tensor ga = randn({m, m}).to(Device::cuda()), gb = randn({m, m}).to(Device::cuda());
+  std::printf("cuda, n = %lld:", static_cast<long long>(m));
+  for (DType d : {kFloat32, kBFloat16, kFloat16}) {
+    const Tensor x = ga.to(d), y = gb.to(d);
+    const double s = timed([&] { (void)matmul(x, y); }, Device::cuda(), 5);
+    std::printf("  %s %.1f TFLOP/s", dtype_name(d), 2.0 * double(m) * double(m) * double(m) / s / 1e12);
+  }
+  std::printf("\n\n");
+  //! [speed_cuda]
 }
 
 int main(int argc, char** argv) {
