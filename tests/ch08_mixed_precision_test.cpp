@@ -91,3 +91,16 @@ TEST(Ch08_MixedPrecision, AutocastsDtypes) {
       "two forward passes: 2 cached copies (weight and bias), one cast node: yes"));
   EXPECT_TRUE(chapter_prints("after the scope: 0 cached copies"));
 }
+
+// A checkpoint with the scaler's state resumes the float16 run exactly: the same final scale and
+// the same weights, bit for bit, as the run that never stopped.
+TEST(Ch08_MixedPrecision, ACheckpointResumesTheScaledRunExactly) {
+  std::smatch m;
+  const std::string out = chapter_output().out;
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex(R"(resumed: scale 2\^([0-9]+) at the end, as the uninterrupted run's )"
+                         R"(2\^([0-9]+); the final weights equal bit for bit: (\w+))")));
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_EQ(m[3], "yes");
+  EXPECT_TRUE(chapter_prints("saved at step 410: scale 2^32, 10 clean steps towards the next growth"));
+}

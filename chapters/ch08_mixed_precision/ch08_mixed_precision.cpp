@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,15 +55,6 @@ struct Problem {
 
 enum class Precision { Float32, PureBFloat16, MixedBFloat16, Float16, Float16Scaled };
 
-struct Run {
-  const char* name;
-  std::vector<double> loss, scale;       // per step (scale: GradScaler's, after update)
-  double unchanged = 0;                  // share of weights a step left as they were
-  double zero_grads = 0;                 // share of weight-gradient elements exactly 0
-  int64_t skipped = 0;                   // steps GradScaler skipped
-  std::shared_ptr<nn::Sequential> model;
-};
-
 // The share of elements of `ts` that are exactly 0.
 static double share_of_zeros(const std::vector<Tensor>& ts) {
   double zeros_count = 0, n = 0;
@@ -73,66 +65,81 @@ static double share_of_zeros(const std::vector<Tensor>& ts) {
   return zeros_count / n;
 }
 
-static Run train(Precision precision, const char* name) {
-  Problem problem(0);
-  Generator init(1000);
-  Run run{name, {}, {}, 0, 0, 0, mlp(kHidden, init)};
-  nn::Sequential& model = *run.model;
-  //! [precisions]
-  // Pure bfloat16 keeps the weights, their gradients and AdamW's state in bfloat16; every other
-  // run keeps them in float32 (the master weights) and differs only in the forward pass.
-  if (precision == Precision::PureBFloat16) model.to(kBFloat16);
-  optim::AdamW opt(model.parameters(), {.lr = kLr, .weight_decay = 0.0});
+// One training run: the student, its optimizer and scaler, and what each step measured.
+struct Run {
+  const char* name;
+  Precision precision;
+  Problem problem{0};
+  Generator init{1000};
+  std::shared_ptr<nn::Sequential> model = mlp(kHidden, init);
+  std::unique_ptr<optim::AdamW> opt;
   // PyTorch's default growth_interval is 2000, longer than this run: at 25 the scale climbs
   // until it overflows, which shows every rule of the scaler within 800 steps.
-  amp::GradScaler scaler(Device::Type::CPU, {.growth_interval = 25});
-  const std::optional<DType> autocast =
-      precision == Precision::MixedBFloat16 ? std::optional(kBFloat16)
-      : precision == Precision::Float16 || precision == Precision::Float16Scaled
-          ? std::optional(kFloat16)
-          : std::nullopt;
-  for (int64_t step = 0; step < kSteps; ++step) {
+  amp::GradScaler scaler{Device::Type::CPU, {.growth_interval = 25}};
+  std::vector<double> loss, scale;  // per step (scale: GradScaler's, after update)
+  double unchanged = 0;             // share of weights a step left as they were (last 100)
+  double zero_grads = 0;            // share of weight-gradient elements exactly 0 (last 50)
+  int64_t skipped = 0;              // steps GradScaler skipped
+
+  Run(const char* run_name, Precision p) : name(run_name), precision(p) {
+    // Pure bfloat16 keeps the weights, their gradients and AdamW's state in bfloat16; every
+    // other run keeps them in float32 (the master weights) and differs only in the forward pass.
+    if (precision == Precision::PureBFloat16) model->to(kBFloat16);
+    opt = std::make_unique<optim::AdamW>(model->parameters(),
+                                         optim::AdamW::Options{.lr = kLr, .weight_decay = 0.0});
+  }
+
+  void step(int64_t step) {
+    nn::Sequential& net = *model;
+    //! [precisions]
     auto [x, t] = problem.batch();
-    opt.zero_grad();
-    Tensor out, loss;
+    opt->zero_grad();
+    Tensor out, loss_value;
     if (precision == Precision::PureBFloat16) {
-      out = model(x.to(kBFloat16));
-      loss = mse_loss(out, t.to(kBFloat16));
+      out = net(x.to(kBFloat16));
+      loss_value = mse_loss(out, t.to(kBFloat16));
     } else {
       std::optional<AutocastGuard> scope;
-      if (autocast) scope.emplace(Device::Type::CPU, *autocast);
-      out = model(x);            // float16 or bfloat16 under autocast
-      loss = mse_loss(out, t);   // float32: the losses are on autocast's float32 list
+      if (precision == Precision::MixedBFloat16) scope.emplace(Device::Type::CPU, kBFloat16);
+      if (precision == Precision::Float16 || precision == Precision::Float16Scaled)
+        scope.emplace(Device::Type::CPU, kFloat16);
+      out = net(x);                   // float16 or bfloat16 under autocast
+      loss_value = mse_loss(out, t);  // float32: the losses are on autocast's float32 list
     }
-    if (precision == Precision::Float16Scaled) scaler.scale(loss).backward();
-    else loss.backward();
-    opt.param_groups()[0].set("lr", kLr * (1.0 - double(step) / double(kSteps)));
+    if (precision == Precision::Float16Scaled) scaler.scale(loss_value).backward();
+    else loss_value.backward();
+    opt->param_groups()[0].set("lr", kLr * (1.0 - double(step) / double(kSteps)));
     //! [precisions]
-    run.loss.push_back(mse_loss(out.detach().to(kFloat32), t).item());
-    std::vector<Tensor> weights = model.parameters(), grads, before;
+    loss.push_back(mse_loss(out.detach().to(kFloat32), t).item());
+    const std::vector<Tensor> weights = net.parameters();
+    std::vector<Tensor> grads, before;
     for (const Tensor& w : weights) {
       grads.push_back(w.grad());
       before.push_back(w.detach().clone());
     }
-    if (step >= kSteps - 50) run.zero_grads += share_of_zeros(grads) / 50;
+    if (step >= kSteps - 50) zero_grads += share_of_zeros(grads) / 50;
     if (precision == Precision::Float16Scaled) {
-      const double scale = scaler.get_scale();
-      scaler.step(opt);
-      scaler.update();
-      run.skipped += scaler.get_scale() < scale;
-      run.scale.push_back(scaler.get_scale());
+      const double old_scale = scaler.get_scale();
+      scaler.step(*opt);  // unscales; skips the step if a gradient is inf or NaN
+      scaler.update();    // halves the scale after an overflow, doubles it every 25 clean steps
+      skipped += scaler.get_scale() < old_scale;
+      scale.push_back(scaler.get_scale());
     } else {
-      opt.step();
+      opt->step();
     }
     if (step >= kSteps - 100) {
-      std::vector<Tensor> same;
+      std::vector<Tensor> changed;
       for (size_t i = 0; i < weights.size(); ++i)
-        same.push_back(ne(weights[i].detach(), before[i]));  // 0 where the step changed nothing
-      run.unchanged += share_of_zeros(same) / 100;
+        changed.push_back(ne(weights[i].detach(), before[i]));  // 0 where the step did nothing
+      unchanged += share_of_zeros(changed) / 100;
     }
   }
-  return run;
-}
+
+  // Steps [from, to).
+  void train(int64_t from, int64_t to) {
+    for (int64_t k = from; k < to; ++k) step(k);
+  }
+};
 
 static double mean_of_last(const std::vector<double>& v, size_t n) {
   double s = 0;
@@ -191,50 +198,91 @@ static void float16_gradients() {
   std::printf("\n");
 }
 
+// ---- 6. a checkpoint keeps the scaler -------------------------------------------------------
+
+// The float16 run with GradScaler again, stopped after 410 steps and saved to a checkpoint (chapter 06's
+// file, now with the scaler's state), then resumed in a fresh process's worth of objects: a new
+// model, optimizer and scaler, loaded from the file. Without the scaler's state the resumed run
+// would start again at 2^16 and count towards its next growth from 0.
+static void resume(const Run& uninterrupted) {
+  std::printf("== A checkpoint keeps the scaler: the float16 run stopped at step 410 and resumed ==\n");
+  //! [resume]
+  const int64_t stop = 410;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "ch08_checkpoint.safetensors").string();
+  {
+    Run first("first half", Precision::Float16Scaled);
+    first.train(0, stop);
+    save_checkpoint(path, *first.model, *first.opt, first.scaler, {{"step", std::to_string(stop)}});
+    std::printf("saved at step %lld: scale 2^%.0f, %lld clean steps towards the next growth\n",
+                static_cast<long long>(stop), std::log2(first.scaler.get_scale()),
+                static_cast<long long>(first.scaler.growth_tracker()));
+  }
+  Run second("second half", Precision::Float16Scaled);  // freshly initialised, then loaded
+  const auto extra = load_checkpoint(path, *second.model, *second.opt, second.scaler);
+  const int64_t start = std::stoll(extra.at("step"));
+  for (int64_t k = 0; k < start; ++k) (void)second.problem.batch();  // the data stream's place
+  second.train(start, kSteps);
+  std::filesystem::remove(path);
+  bool same = true;
+  const auto a = uninterrupted.model->parameters(), b = second.model->parameters();
+  for (size_t i = 0; i < a.size(); ++i) same = same && equal(a[i], b[i]);
+  std::printf("resumed: scale 2^%.0f at the end, as the uninterrupted run's 2^%.0f; the final "
+              "weights equal bit for bit: %s\n",
+              std::log2(second.scaler.get_scale()), std::log2(uninterrupted.scaler.get_scale()),
+              same ? "yes" : "NO");
+  //! [resume]
+  std::printf("\n");
+}
+
 static void five_runs(const std::optional<std::string>& csv_dir) {
   std::printf("== One model trained five ways (%lld AdamW steps; the label noise puts the best "
               "loss at %.1e) ==\n",
               static_cast<long long>(kSteps), kNoise * kNoise);
   //! [runs]
-  std::vector<Run> runs;
-  runs.push_back(train(Precision::Float32, "float32"));
-  runs.push_back(train(Precision::PureBFloat16, "pure bfloat16"));
-  runs.push_back(train(Precision::MixedBFloat16, "mixed bfloat16"));
-  runs.push_back(train(Precision::Float16, "float16, no loss scaling"));
-  runs.push_back(train(Precision::Float16Scaled, "float16 with GradScaler"));
-  const double reference = mean_of_last(runs[0].loss, 50);
+  std::vector<std::unique_ptr<Run>> runs;
+  for (auto [name, precision] : {std::pair{"float32", Precision::Float32},
+                                 {"pure bfloat16", Precision::PureBFloat16},
+                                 {"mixed bfloat16", Precision::MixedBFloat16},
+                                 {"float16, no loss scaling", Precision::Float16},
+                                 {"float16 with GradScaler", Precision::Float16Scaled}}) {
+    runs.push_back(std::make_unique<Run>(name, precision));
+    runs.back()->train(0, kSteps);
+  }
+  const double reference = mean_of_last(runs[0]->loss, 50);
   std::printf("run                        final loss   x float32\n");
-  for (const Run& r : runs) {
-    const double final_loss = mean_of_last(r.loss, 50);  // the mean of the last 50 steps
-    std::printf("%-25s %11.2e %10.2f\n", r.name, final_loss, final_loss / reference);
+  for (const auto& run : runs) {
+    const double final_loss = mean_of_last(run->loss, 50);  // the mean of the last 50 steps
+    std::printf("%-25s %11.2e %10.2f\n", run->name, final_loss, final_loss / reference);
   }
   //! [runs]
   std::printf("pure bfloat16: %.1f%% of the weights unchanged by a step (the last 100 steps)\n",
-              100 * runs[1].unchanged);
+              100 * runs[1]->unchanged);
   std::printf("float16, no loss scaling: %.1f%% of the weight gradients exactly 0 (the last 50 "
               "steps); with GradScaler: %.2f%%\n",
-              100 * runs[3].zero_grads, 100 * runs[4].zero_grads);
-  const std::vector<double>& scale = runs[4].scale;
+              100 * runs[3]->zero_grads, 100 * runs[4]->zero_grads);
+  const std::vector<double>& scale = runs[4]->scale;
   std::printf("GradScaler: the scale went from 2^16 to 2^%.0f at most and ended at 2^%.0f; %lld "
               "steps skipped on an overflow\n",
               std::log2(*std::max_element(scale.begin(), scale.end())), std::log2(scale.back()),
-              static_cast<long long>(runs[4].skipped));
+              static_cast<long long>(runs[4]->skipped));
   // Trained, the float32 model's gradients are smaller still: float16 keeps none of them.
   Problem later(0);
   for (int64_t i = 0; i < kSteps; ++i) (void)later.batch();
   const auto [x, t] = later.batch();
-  const Tensor g = gradients(*runs[0].model, x, t, 1.0);
+  const Tensor g = gradients(*runs[0]->model, x, t, 1.0);
   std::printf("the trained float32 model's next batch in float16 without a scale: %lld of %lld "
               "gradient elements are 0\n",
               static_cast<long long>(count_zeros(g)), static_cast<long long>(g.numel()));
   if (csv_dir) {
     CsvFile losses(*csv_dir, "ch08_losses.csv", {"step", "run", "loss", "scale"});
-    for (const Run& r : runs)
-      for (size_t i = 0; i < r.loss.size(); ++i)
-        losses.row(static_cast<int64_t>(i), std::string(r.name), r.loss[i],
-                   r.scale.empty() ? 0.0 : r.scale[i]);
+    for (const auto& run : runs)
+      for (size_t i = 0; i < run->loss.size(); ++i)
+        losses.row(static_cast<int64_t>(i), std::string(run->name), run->loss[i],
+                   run->scale.empty() ? 0.0 : run->scale[i]);
   }
   std::printf("\n");
+  resume(*runs[4]);
 }
 
 // ---- 2. autocast: which ops run in which dtype ---------------------------------------------
