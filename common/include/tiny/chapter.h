@@ -24,7 +24,8 @@ int run_chapter(int argc, char** argv,
                 const std::function<void(const std::optional<std::string>& csv_dir)>& body);
 
 /// A CSV file with a header row; each row() call writes one line. Floating-point numbers are
-/// written as Python's repr writes them: the shortest digits that read back exactly.
+/// written as Python's repr writes them: the shortest digits that read back exactly; a text
+/// holding a comma, a quote or a line break is quoted as Python's csv module writes it.
 class CsvFile {
  public:
   /// Creates `dir`/`name` (and `dir` itself if needed) and writes the header.
@@ -38,7 +39,7 @@ class CsvFile {
       else {
         std::ostringstream f;
         f << v;
-        return f.str();
+        return quoted(f.str());
       }
     };
     ((line << (i++ ? "," : "") << field(values)), ...);
@@ -51,6 +52,13 @@ class CsvFile {
   const std::string& path() const { return path_; }
 
  private:
+  // `text` as one CSV field: in double quotes, its quotes doubled, when it needs them.
+  static std::string quoted(const std::string& text) {
+    if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+    std::string out = "\"";
+    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  }
   std::string path_;
   std::ofstream out_;
   size_t columns_;
