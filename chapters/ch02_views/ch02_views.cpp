@@ -173,7 +173,6 @@ static void named_dimensions() {
 static void write_figure_data(const std::string& dir) {
   Tensor x = arange(12.0).reshape({3, 4});
   CsvFile csv(dir, "ch02_views.csv", {"view", "shape", "strides", "offset", "order", "cell"});
-  auto quoted = [](const std::string& text) { return "\"" + text + "\""; };
   const std::pair<const char*, Tensor> views[] = {
       {"x", x}, {"x.T", x.T()}, {"x[1]", x[1]}, {"x[:, 1]", x.index({Slice{}, 1})}};
   for (const auto& [name, v] : views) {
@@ -184,8 +183,7 @@ static void write_figure_data(const std::string& dir) {
         idx[d] = rest % v.size(d);
         rest /= v.size(d);
       }
-      csv.row(quoted(name), quoted(shape_of(v)), quoted(strides_of(v)), v.storage_offset(), k,
-              v.offset_of(idx));
+      csv.row(name, shape_of(v), strides_of(v), v.storage_offset(), k, v.offset_of(idx));
     }
   }
   std::printf("\nwrote %s\n", csv.path().c_str());
