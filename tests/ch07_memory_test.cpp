@@ -12,16 +12,7 @@ TINY_LITERATE_TEST(Ch07_Memory)
 
 // step_memory.py's four float32 lines, exactly as PyTorch prints them.
 TEST(Ch07_Memory, PrintsPyTorchsFourLines) {
-  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/ch07_pytorch.txt");
-  ASSERT_TRUE(in) << "tests/fixtures/ch07_pytorch.txt is missing";
-  int checked = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("print ", 0) != 0) continue;
-    EXPECT_TRUE(chapter_prints(line.substr(6))) << "PyTorch prints, the chapter does not:\n"
-                                                << line.substr(6);
-    ++checked;
-  }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(prints_pytorchs_lines("ch07_pytorch.txt"), 4);
 }
 
 TEST(Ch07_Memory, TheDocumentsNumbers) {

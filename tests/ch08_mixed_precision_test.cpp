@@ -16,16 +16,7 @@ TINY_LITERATE_TEST(Ch08_MixedPrecision)
 // step_memory.py's five lines under autocast, exactly as PyTorch prints them: 16 bytes per
 // parameter that persist, and one bfloat16 weight copy saved for backward.
 TEST(Ch08_MixedPrecision, PrintsPyTorchsFiveLines) {
-  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/ch08_pytorch.txt");
-  ASSERT_TRUE(in) << "tests/fixtures/ch08_pytorch.txt is missing";
-  int checked = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("print ", 0) != 0) continue;
-    EXPECT_TRUE(chapter_prints(line.substr(6))) << "PyTorch prints, the chapter does not:\n"
-                                                << line.substr(6);
-    ++checked;
-  }
-  EXPECT_EQ(checked, 5);
+  EXPECT_EQ(prints_pytorchs_lines("ch08_pytorch.txt"), 5);
   // The fifth line's reason, by counting: what each product saved.
   EXPECT_TRUE(chapter_prints(
       "  AddmmBackward0 (4096, 1024) bfloat16 layer 2's weight copy: for relu's gradient"));

@@ -154,6 +154,24 @@ inline bool chapter_prints_matching(const std::string& pattern) {
   return false;
 }
 
+// How many lines PyTorch printed in tests/fixtures/<fixture> (the ones written there as
+// "print <line>" by the script beside it) the chapter printed too, each one missing reported as a
+// failure; -1 when the file is missing.
+inline int prints_pytorchs_lines(const std::string& fixture) {
+  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/" + fixture);
+  if (!in) {
+    ADD_FAILURE() << "tests/fixtures/" << fixture << " is missing";
+    return -1;
+  }
+  int found = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("print ", 0) != 0) continue;
+    if (chapter_prints(line.substr(6))) ++found;
+    else ADD_FAILURE() << "PyTorch prints, the chapter does not:\n" << line.substr(6);
+  }
+  return found;
+}
+
 // The test every chapter has: it runs, and its output matches tests/golden/<chapter>.txt.
 #define TINY_GOLDEN_TEST(Suite)                                                                    \
   TEST(Suite, RunsAndMatchesGoldenOutput) {                                                        \
