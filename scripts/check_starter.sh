@@ -8,6 +8,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 generator=""
 command -v ninja >/dev/null && generator="-G Ninja"
+# The starter copies differ from each other only in a few files, and each is built at the same
+# path, so with ccache (when installed) every build after the first compiles little. Its cache
+# lives in the temporary folder: nothing is left behind.
+launcher=""
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR="$tmp/ccache" CCACHE_BASEDIR="$tmp" CCACHE_NOHASHDIR=1
+  launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+fi
 all_chapters=$(cd chapters && ls -d ch[0-9][0-9]_*)
 # The chapters to check: those named on the command line (scripts/check_starter.sh ch05), or all
 # that have exercises.
@@ -18,7 +26,7 @@ for ch in $with_exercises; do
   python3 scripts/make_starter.py . "$tmp/starter" "$ch" | tail -n +2
   # -O1: a starter build only has to show which tests fail, and compiles a third faster so.
   cmake -S "$tmp/starter" -B "$tmp/starter/build" $generator -DCMAKE_BUILD_TYPE=Release \
-    -DTINY_BENCH=OFF -DTINY_CUDA=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" > "$tmp/configure.log"
+    -DTINY_BENCH=OFF -DTINY_CUDA=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" $launcher > "$tmp/configure.log"
   cmake --build "$tmp/starter/build" -j "$(nproc)" > "$tmp/build.log" 2>&1 || { tail -40 "$tmp/build.log"; exit 1; }
   # The labels graded: every chapter's, and this exercise's own when no chapter folder has that
   # number yet (library tests labelled for a chapter still being written, such as ch08's).
