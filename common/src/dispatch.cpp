@@ -151,7 +151,7 @@ AutocastClass class_on(AutocastPolicy policy, Device::Type device) {
 // the input's own dtype. A float32 weight cast to the lower precision comes from the cache.
 Tensor autocast_cast(const Tensor& t, DType target, DType lower) {
   const bool cacheable = target == lower && t.dtype() == kFloat32 && t.requires_grad() &&
-                         t.is_leaf() && t_autocast_cache_enabled && t_autocast_nesting > 0;
+                         t.is_leaf() && t_autocast_cache_enabled;
   if (!cacheable) return t.to(target);
   const std::shared_ptr<AutogradMeta>& meta = t.autograd_meta();
   auto it = t_cast_cache.find(meta.get());
