@@ -2,6 +2,7 @@
 // device"; everything that would need one raises a RuntimeError that says why, so the same
 // library sources link and a CPU-only program runs as usual.
 #include "../src/cuda_backend.h"
+#include "../src/fusion/cuda_jit.h"
 #include "tiny/device.h"
 
 namespace tiny::cuda {
@@ -66,3 +67,29 @@ void gemm(const Tensor&, const Tensor&, const Tensor&) { tiny::cuda::require_dev
 void optimizer_update(const UpdateArgs&) { tiny::cuda::require_device(0); }
 
 }  // namespace tiny::detail::cuda
+
+namespace tiny::detail::jit {
+
+// Run-time compilation needs NVRTC and the driver API, neither of which a build without CUDA
+// has; a caller asks nvrtc_available() first and keeps to the unfused ops when it is false.
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw RuntimeError(std::string(what) + ": the library was built without CUDA (" +
+                     tiny::cuda::unavailable_reason() + ")");
+}
+}  // namespace
+
+bool nvrtc_available() { return false; }
+std::string nvrtc_compile(const std::string&, const std::string&, int) {
+  no_cuda("nvrtc_compile: cannot compile a CUDA kernel at run time");
+}
+int current_device_arch() { no_cuda("current_device_arch: there is no CUDA device to ask"); }
+bool driver_available() { return false; }
+CudaKernel load_kernel(const std::string&, const std::string&) {
+  no_cuda("load_kernel: cannot load a CUDA kernel");
+}
+void launch(const CudaKernel&, unsigned, unsigned, void**) {
+  no_cuda("launch: cannot launch a CUDA kernel");
+}
+
+}  // namespace tiny::detail::jit
