@@ -188,10 +188,15 @@ const Driver& driver_state() {
   return d;
 }
 
-// The driver, or a RuntimeError that says why there is none.
+// The driver, or a RuntimeError that says why there is none. A driver alone is not enough: the
+// runtime must also see a device (a driver older than the runtime, say, loads but is refused by
+// it), so that is checked next, with the runtime's reason.
 const Driver& driver(const char* what) {
   const Driver& d = driver_state();
   if (!d.error.empty()) throw RuntimeError(std::string(what) + ": " + d.error);
+  if (!tiny::cuda::available())
+    throw RuntimeError(std::string(what) + ": CUDA is not available (" +
+                       tiny::cuda::unavailable_reason() + ")");
   return d;
 }
 
