@@ -216,21 +216,20 @@ const Driver& driver(const char* what) {
 }
 
 // Makes sure the thread's current driver context is the one the runtime uses for the current
-// device, and returns it. cudaSetDevice (in DeviceGuard) makes the device's primary context
+// device, so that the driver calls after it work on the runtime's memory. cudaSetDevice (in DeviceGuard) makes the device's primary context
 // current since CUDA 12, but only when it is called: a thread that has not used the runtime yet,
 // and whose device is already the right one, has no current context until the runtime is
 // touched, which cudaFree(nullptr) does without doing anything else.
-CUcontext runtime_context(const Driver& d) {
+void make_runtime_context_current(const Driver& d) {
   CUcontext context = nullptr;
   if (const CUresult r = d.ctx_get_current(&context); r != CUDA_SUCCESS)
     raise_driver_error(d, r, "cuCtxGetCurrent");
-  if (context) return context;
+  if (context) return;
   TINY_CUDA_CHECK(cudaFree(nullptr));
   if (const CUresult r = d.ctx_get_current(&context); r != CUDA_SUCCESS)
     raise_driver_error(d, r, "cuCtxGetCurrent");
   if (!context)
     throw RuntimeError("CUDA driver error: the CUDA runtime made no context current");
-  return context;
 }
 
 std::string version_string(int v) {
@@ -290,7 +289,7 @@ CudaKernel load_kernel(const std::string& ptx, const std::string& kernel_name) {
   CudaKernel k;
   k.name = kernel_name;
   TINY_CUDA_CHECK(cudaGetDevice(&k.device));
-  runtime_context(d);
+  make_runtime_context_current(d);
   // The driver compiles the PTX for this GPU here; when that fails, its log says why (the
   // error code alone would say only "invalid PTX").
   char log[8192] = {};
@@ -335,7 +334,7 @@ void launch(const CudaKernel& k, unsigned grid, unsigned block, void** args) {
   // The module lives in k.device's context; launching it while another device's context is
   // current would fail with "invalid resource handle".
   cuda::DeviceGuard guard(k.device);
-  runtime_context(d);
+  make_runtime_context_current(d);
   // The backend's stream: every kernel and copy of the CUDA backend is queued on the runtime's
   // stream 0, the legacy default stream (cuda_backend.h, "Ordering"), and so is this kernel: the
   // driver's null stream is that same stream for the plain cuLaunchKernel. It therefore starts
