@@ -33,3 +33,20 @@ TEST(Flops, PromisesAndTime) {
   EXPECT_TRUE(throws_with<ValueError>([] { promised_flop_per_sec("H100", kInt64); },
                                       "no promised FLOP/s for H100 in int64"));
 }
+
+// Datasheet bandwidths, and the accelerator intensities chapter 09 derives from them (seed
+// document 004, section 3.6.3: "H100 is approximately 295 FLOP/byte").
+TEST(Flops, PromisedBandwidth) {
+  EXPECT_EQ(promised_bytes_per_sec("H100"), 3.35e12);
+  EXPECT_EQ(promised_bytes_per_sec("H200"), 4.8e12);
+  EXPECT_EQ(promised_bytes_per_sec("A100"), 2.039e12);
+  // 989.5e12 / 3.35e12 = 295.373..., 989.5 / 4.8 = 206.145..., 312 / 2.039 = 153.016...
+  EXPECT_NEAR(promised_flop_per_sec("H100", kBFloat16) / promised_bytes_per_sec("H100"), 295.373,
+              5e-4);
+  EXPECT_NEAR(promised_flop_per_sec("H200", kBFloat16) / promised_bytes_per_sec("H200"), 206.146,
+              5e-4);
+  EXPECT_NEAR(promised_flop_per_sec("A100", kBFloat16) / promised_bytes_per_sec("A100"), 153.016,
+              5e-4);
+  EXPECT_TRUE(throws_with<ValueError>([] { promised_bytes_per_sec("V100"); },
+                                      "no promised bandwidth for V100"));
+}

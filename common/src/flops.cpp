@@ -18,4 +18,14 @@ double promised_flop_per_sec(const std::string& device, DType dtype) {
   throw ValueError("no promised FLOP/s for " + device + " in " + dtype_name(dtype));
 }
 
+double promised_bytes_per_sec(const std::string& device) {
+  // HBM bandwidth from the same datasheets, for the same cards as promised_flop_per_sec: the
+  // FLOP/s above are the SXM cards' (the H100 PCIe promises 756 TFLOP/s in bfloat16, not 989.5),
+  // so the bandwidths are too.
+  if (device == "H100") return 3.35e12;   // H100 SXM, 80 GB of HBM3
+  if (device == "H200") return 4.8e12;    // H200 SXM, 141 GB of HBM3e
+  if (device == "A100") return 2.039e12;  // A100 SXM, 80 GB of HBM2e
+  throw ValueError("no promised bandwidth for " + device);
+}
+
 }  // namespace tiny

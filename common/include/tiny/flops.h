@@ -1,5 +1,6 @@
 /// @file flops.h
-/// @brief Napkin math: FLOPs of training and of a matmul, hardware promises, time and memory.
+/// @brief Napkin math: FLOPs of training and of a matmul, hardware promises (FLOP/s and memory
+/// bandwidth), time and memory.
 ///
 /// The formulas every estimate in this tutorial rests on, in one place:
 /// training costs about 6 FLOPs per parameter per token (2 forward, 4 backward), a matmul of
@@ -47,5 +48,12 @@ struct Promise {
 /// `dtype` (float32, bfloat16, float16). The H100's sheet quotes 1979 TFLOP/s for bf16 with
 /// 2:4 structured sparsity; dense is half, 989.5. Throws for combinations it does not know.
 double promised_flop_per_sec(const std::string& device, DType dtype);
+
+/// The memory bandwidth, bytes/s between HBM and the chip, that a datasheet promises for
+/// `device`: "H100" (the SXM card, 3.35 TB/s; the PCIe card has 2 TB/s), "H200" (4.8 TB/s) or
+/// "A100" (the 80 GB SXM card, 2.039 TB/s; the 40 GB card has 1.555 TB/s). Chapter 09 divides
+/// promised_flop_per_sec by it to get the accelerator intensity, the FLOPs per byte at which an
+/// op stops waiting on memory. Throws for devices it does not know.
+double promised_bytes_per_sec(const std::string& device);
 
 }  // namespace tiny
