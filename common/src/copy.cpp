@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "cuda_backend.h"
 #include "dispatch.h"
+#include "fusion/graph.h"
 #include "internal.h"
 #include "tiny/format.h"
 #include "tiny/ops.h"
@@ -72,6 +73,7 @@ Tensor Tensor::to(DType dtype) const {
   detail::op_device("to", {this});
   Tensor out = empty(shape_, dtype, device());
   detail::backend(device()).copy(out, *this);
+  if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_cast(*this, out);  // compile()
   if (!is_floating(dtype)) return out;  // integers and bools carry no gradient
   return detail::record_view(out, *this, "ToCopyBackward0",
                              [](const Tensor& g) { return g; });  // the tape casts back

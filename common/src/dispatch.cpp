@@ -8,6 +8,7 @@
 
 #include "autograd_internal.h"
 #include "derivatives.h"
+#include "fusion/graph.h"
 #include "internal.h"
 #include "tiny/amp.h"
 #include "tiny/ops.h"
@@ -389,6 +390,7 @@ Tensor run(const Call& c) {
   // destination in another layout is copied first, so no element is overwritten before it is read.
   {
     NoGradGuard plain;  // the conversions are not part of the graph; the op is, below
+    const fusion::Tracer::Pause part_of_the_op;  // nor of a traced one
     std::array<Tensor, 3> converted;
     std::array<const Tensor*, 3> args = in;
     for (int k = 0; k < n; ++k) {
@@ -399,6 +401,9 @@ Tensor run(const Call& c) {
     kernel.kernels[static_cast<int>(device.type)](*dst, args.data(), c.scalars);
     if (c.out && dst != c.out) backend(device).copy(*c.out, *dst);
   }
+  // compile() (chapter 09) listens here while it traces a function.
+  if (fusion::Tracer* tracer = fusion::Tracer::active())
+    tracer->on_op(c, in, compute, c.out ? *c.out : fresh);
   if (c.out) return c.inplace ? Tensor() : *c.out;
 
   // 7. The autograd node.

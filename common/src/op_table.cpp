@@ -78,10 +78,13 @@ const OpInfo& op_info(std::string_view name) {
 
 const char* op_source_prelude() {
   // The same helpers as elementwise_ops.h's namespace fn, for code compiled on its own: by the
-  // host compiler (after <cmath>) or by NVRTC (whose device math needs no header).
+  // host compiler (after <cmath>, or after a fused kernel's own math functions when
+  // TINY_FUSED_MATH is defined) or by NVRTC (whose device math needs no header).
 #define TINY_USING_STD_TEXT(F) "using std::" #F ";\n"
   return "#ifdef __CUDACC_RTC__\n"
          "#define TINY_GENERATED_FN __device__ inline\n"
+         "#elif defined(TINY_FUSED_MATH)\n"
+         "#define TINY_GENERATED_FN inline\n"  // fused kernels bring their own (fusion/codegen.cpp)
          "#else\n"
          "#define TINY_GENERATED_FN inline\n" TINY_MATH_FUNCTIONS(TINY_USING_STD_TEXT) "#endif\n"
          R"(template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }

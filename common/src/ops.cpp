@@ -9,6 +9,7 @@
 #include "autograd_internal.h"
 #include "backend.h"
 #include "dispatch.h"
+#include "fusion/graph.h"
 #include "internal.h"
 
 namespace tiny {
@@ -365,8 +366,10 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor out = empty(shape, dt, device);
   {
     NoGradGuard plain;
+    const detail::fusion::Tracer::Pause part_of_where;  // the conversions belong to where
     detail::backend(device).where(out, condition, a.to(dt), b.to(dt));
   }
+  if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_where(condition, a, b, out);
   count_op_cost(
       0, static_cast<double>(condition.nbytes() + a.nbytes() + b.nbytes() + out.nbytes()));
   if (detail::should_record({&a, &b})) {

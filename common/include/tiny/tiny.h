@@ -13,6 +13,7 @@
 #include "tiny/float_formats.h"
 #include "tiny/flops.h"
 #include "tiny/format.h"
+#include "tiny/fusion.h"
 #include "tiny/functional.h"
 #include "tiny/init.h"
 #include "tiny/memory.h"

@@ -1,0 +1,386 @@
+// codegen.cpp: a captured graph as C++ or CUDA source, one loop nest over the output's elements.
+//
+// Every value becomes one local variable per element: an input is loaded (and converted to the
+// type the kernel computes in), a constant is a literal, an op is its op-table expression
+// (OpInfo::source) applied to earlier variables. Only the outputs are stored. That is the whole
+// idea of fusion: the intermediates live in registers, never in memory.
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "fusion/fused_math.h"
+#include "fusion/graph.h"
+#include "internal.h"
+
+namespace tiny::detail::fusion {
+
+namespace {
+
+// The C++ type a value of dtype `d` is held in while the kernel computes: 16-bit floats are
+// computed in float32 (PyTorch's opmath type), and stay there between fused ops.
+const char* math_type(DType d) {
+  switch (d) {
+    case DType::Float64: return "double";
+    case DType::Int64: return "long long";
+    case DType::Int32: return "int";
+    case DType::Bool: return "bool";
+    default: return "float";
+  }
+}
+
+// The C++ type of one element in memory.
+const char* storage_type(DType d) {
+  switch (d) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16:
+    case DType::BFloat16: return "unsigned short";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long long";
+    case DType::Bool: return "bool";
+  }
+  return "float";
+}
+
+// A double as a C++ literal that reads back exactly (hexadecimal floating point).
+std::string literal(double v) {
+  if (v != v) return "(0.0 / 0.0)";
+  if (v == 1.0 / 0.0) return "(1.0 / 0.0)";
+  if (v == -1.0 / 0.0) return "(-1.0 / 0.0)";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+// Outputs of at least this many bytes are written with streaming stores, kStreamBlock elements
+// at a time: well beyond the last-level cache of the machines this runs on.
+constexpr double kStreamBytes = 8 << 20;
+constexpr int kStreamBlock = 64;
+
+}  // namespace
+
+Loop make_loop(const Graph& g) {
+  const int rank = static_cast<int>(g.shape.size());
+  Loop loop;
+  loop.strides.resize(g.values.size());
+  // Each input's stride along every output dimension; 0 where it is broadcast.
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const Value& v = g.values[id];
+    if (v.kind != Value::Kind::Input) continue;
+    std::vector<int64_t> s(rank, 0);
+    const int lead = rank - static_cast<int>(v.shape.size());
+    for (int d = 0; d < static_cast<int>(v.shape.size()); ++d)
+      s[lead + d] = v.shape[d] == 1 ? 0 : v.strides[d];
+    loop.strides[id] = s;
+  }
+  std::vector<int64_t> sizes(g.shape.begin(), g.shape.end());
+  if (sizes.empty()) sizes.push_back(1);  // a 0-dim result: one element
+  for (auto& s : loop.strides)
+    if (!s.empty() || rank == 0) s.resize(sizes.size(), 0);
+  // Merge dimension d into d + 1 (outer into inner) when every input allows it.
+  std::vector<int64_t> merged_sizes;
+  std::vector<std::vector<int64_t>> merged(g.values.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    bool can = !merged_sizes.empty();
+    for (size_t id = 0; id < g.values.size() && can; ++id)
+      if (g.values[id].kind == Value::Kind::Input)
+        can = merged[id].back() == loop.strides[id][d] * sizes[d];
+    if (can) {
+      merged_sizes.back() *= sizes[d];
+      for (size_t id = 0; id < g.values.size(); ++id)
+        if (g.values[id].kind == Value::Kind::Input) merged[id].back() = loop.strides[id][d];
+    } else {
+      merged_sizes.push_back(sizes[d]);
+      for (size_t id = 0; id < g.values.size(); ++id)
+        if (g.values[id].kind == Value::Kind::Input) merged[id].push_back(loop.strides[id][d]);
+    }
+  }
+  loop.sizes = merged_sizes;
+  loop.strides = merged;
+  return loop;
+}
+
+namespace {
+
+// The variable holding value `id`. (Built with +=: GCC 12 warns, wrongly, about "v" + string.)
+std::string variable(int id) {
+  std::string v = "v";
+  v += std::to_string(id);
+  return v;
+}
+
+// The op functions the graph uses, each once: its op-table expression over a type T.
+std::string op_functions(const Graph& g, const char* qualifier) {
+  std::string out;
+  std::vector<const OpEntry*> done;
+  for (const Value& v : g.values) {
+    if (v.kind != Value::Kind::Op) continue;
+    if (std::find(done.begin(), done.end(), v.kernel) != done.end()) continue;
+    done.push_back(v.kernel);
+    out += std::string("template <typename T> ") + qualifier + " auto op_" + v.kernel->info.name +
+           "(T x, T y, T z, T a, T b) {\n  (void)x; (void)y; (void)z; (void)a; (void)b;\n"
+           "  return " + v.kernel->info.source + ";\n}\n";
+  }
+  return out;
+}
+
+// The per-element statements: one variable per value, then the stores. `load(id, index)` and
+// `store(output, variable)` say how the backend reads and writes memory.
+template <typename Load, typename Store>
+std::string element_body(const Graph& g, const std::string& indent, Load load, Store store) {
+  std::ostringstream s;
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const Value& v = g.values[id];
+    s << indent << "const " << math_type(v.dtype) << " v" << id << " = ";
+    if (v.kind == Value::Kind::Input) {
+      s << load(id) << ";";
+    } else if (v.kind == Value::Kind::Constant) {
+      s << math_type(v.dtype) << "(" << literal(v.constant) << ");";
+    } else if (v.kind == Value::Kind::Cast) {
+      s << math_type(v.dtype) << "(" << variable(v.args[0]) << ");";
+    } else if (v.kind == Value::Kind::Where) {
+      const char* t = math_type(v.dtype);
+      s << variable(v.args[0]) << " ? " << t << "(" << variable(v.args[1]) << ") : " << t << "("
+        << variable(v.args[2]) << ");";
+    } else {
+      const char* t = math_type(v.compute);
+      s << math_type(v.dtype) << "(op_" << v.kernel->info.name << "<" << t << ">(";
+      for (int k = 0; k < 3; ++k) {
+        if (k < v.op->info.arity) s << t << "(v" << v.args[k] << "), ";
+        else s << t << "(0), ";
+      }
+      s << t << "(" << literal(v.scalars.a) << "), " << t << "(" << literal(v.scalars.b) << ")));";
+    }
+    const char* kinds[] = {"input", "constant", "", "to", "where"};
+    s << "  // " << (v.kind == Value::Kind::Op ? v.op->info.name : kinds[static_cast<int>(v.kind)])
+      << "\n";
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    s << indent << store(k, variable(g.outputs[k])) << "\n";
+  return s.str();
+}
+
+// The graph, as a comment at the top of the source (so a reader of the cache sees what it is).
+std::string graph_comment(const Graph& g) {
+  std::string out = "// Generated by tiny's compile() (common/src/fusion/codegen.cpp) from:\n";
+  std::istringstream lines(g.str());
+  for (std::string line; std::getline(lines, line);) out += "//   " + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string cpp_source(const Graph& g, const std::vector<Tensor>& args, const std::string& name) {
+  (void)args;  // the layouts are the graph's; the arguments only say which signature it is
+  const Loop loop = make_loop(g);
+  const int rank = static_cast<int>(loop.sizes.size());
+  std::ostringstream s;
+  s << graph_comment(g) << "#include <cstdint>\n#include \"tiny/float_formats.h\"\n\n";
+  s << "namespace tiny_fused {\nconstexpr long long kBlock = " << kStreamBlock << ";\n";
+  // The math functions the op expressions call: float32 through the library's vectorisable
+  // versions (fusion/fused_math.inc), so that the compiler can vectorise the whole loop.
+  s << fused_math_source() << "\n";
+  s << "inline float exp(float x) { return tiny_expf(x); }\n"
+       "inline float erf(float x) { return tiny_erff(x); }\n"
+       "inline float tanh(float x) { return tiny_tanhf(x); }\n"
+       "inline float log(float x) { return tiny_logf(x); }\n"
+       "inline float fabs(float x) { return __builtin_fabsf(x); }\n"
+       "inline float sqrt(float x) { return __builtin_sqrtf(x); }\n"
+       "inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }\n"
+       "inline float pow(float x, float y) { return __builtin_powf(x, y); }\n"
+       "inline double exp(double x) { return __builtin_exp(x); }\n"
+       "inline double erf(double x) { return __builtin_erf(x); }\n"
+       "inline double tanh(double x) { return __builtin_tanh(x); }\n"
+       "inline double log(double x) { return __builtin_log(x); }\n"
+       "inline double fabs(double x) { return __builtin_fabs(x); }\n"
+       "inline double sqrt(double x) { return __builtin_sqrt(x); }\n"
+       "inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }\n"
+       "inline double pow(double x, double y) { return __builtin_pow(x, y); }\n";
+  s << "#define TINY_FUSED_MATH 1\n" << op_source_prelude() << "\n" << op_functions(g, "inline");
+  s << "inline float load(const unsigned short* p, bool bf16) {\n"
+       "  return bf16 ? tiny::bfloat16_bits_to_float(*p) : tiny::half_bits_to_float(*p);\n}\n";
+  // Streaming stores: a result far larger than the caches is written around them, so that the
+  // processor does not first read each line it is about to overwrite (a third pass over
+  // memory). memcpy does the same for large copies, which is why x.clone() is the floor.
+  s << R"(#if defined(__AVX__)
+typedef float tiny_v8sf __attribute__((vector_size(32)));
+inline void stream(float* out, const float* block, long long n) {
+  if (n != kBlock || (reinterpret_cast<unsigned long long>(out) & 31) != 0) {
+    for (long long j = 0; j < n; ++j) out[j] = block[j];
+    return;
+  }
+  for (long long j = 0; j < kBlock; j += 8) {
+    tiny_v8sf v;
+    __builtin_memcpy(&v, block + j, sizeof v);
+#if defined(__clang__)
+    __builtin_nontemporal_store(v, reinterpret_cast<tiny_v8sf*>(out + j));
+#else
+    __builtin_ia32_movntps256(out + j, v);
+#endif
+  }
+}
+inline void stream_fence() { __builtin_ia32_sfence(); }
+#else
+inline void stream(float* out, const float* block, long long n) {
+  for (long long j = 0; j < n; ++j) out[j] = block[j];
+}
+inline void stream_fence() {}
+#endif
+)";
+  s << "}  // namespace tiny_fused\n\n";
+  s << "extern \"C\" void " << name << "(char* const* data) {\n  using namespace tiny_fused;\n";
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const Value& v = g.values[id];
+    if (v.kind != Value::Kind::Input) continue;
+    s << "  const " << storage_type(v.dtype) << "* __restrict in" << id << " = reinterpret_cast<const "
+      << storage_type(v.dtype) << "*>(data[" << v.arg << "]) + " << v.offset << ";\n";
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const DType d = g.values[g.outputs[k]].dtype;
+    s << "  " << storage_type(d) << "* __restrict out" << k << " = reinterpret_cast<"
+      << storage_type(d) << "*>(data[" << g.num_args + static_cast<int>(k) << "]);\n";
+  }
+  // Streamed when every output is float32 and together they are far larger than the caches.
+  double out_bytes = 0;
+  bool all_float32 = true;
+  for (int id : g.outputs) {
+    all_float32 = all_float32 && g.values[id].dtype == kFloat32;
+    double n = 4;
+    for (int64_t d : g.shape) n *= static_cast<double>(d);
+    out_bytes += n;
+  }
+  const bool streamed = all_float32 && out_bytes >= kStreamBytes;
+  // The loops: the innermost one is where the vectoriser works; `o` counts output elements.
+  s << "  long long o = 0;\n";
+  std::string indent = "  ";
+  for (int d = 0; d < rank - 1; ++d) {
+    s << indent << "for (long long i" << d << " = 0; i" << d << " < " << loop.sizes[d] << "; ++i"
+      << d << ") {\n";
+    indent += "  ";
+  }
+  const int64_t inner_size = loop.sizes[rank - 1];
+  std::string inner = "i";
+  inner += std::to_string(rank - 1);
+  if (streamed) {
+    // Blocks of kBlock elements computed into a buffer (vectorised), then streamed out.
+    s << indent << "for (long long start = 0; start < " << inner_size << "; start += kBlock) {\n";
+    indent += "  ";
+    s << indent << "const long long n = " << inner_size << " - start < kBlock ? " << inner_size
+      << " - start : kBlock;\n";
+    for (size_t k = 0; k < g.outputs.size(); ++k) s << indent << "float block" << k << "[kBlock];\n";
+  }
+  const std::string count = streamed ? "n" : std::to_string(inner_size);
+  const std::string loop_var = streamed ? "j" : inner;
+  s << "#if defined(__clang__)\n" << indent << "#pragma clang loop vectorize(enable)\n"
+    << "#else\n" << indent << "#pragma GCC ivdep\n#endif\n";
+  s << indent << "for (long long " << loop_var << " = 0; " << loop_var << " < " << count << "; ++"
+    << loop_var << ") {\n";
+  indent += "  ";
+  if (streamed) s << indent << "const long long " << inner << " = start + j;\n";
+  auto load = [&](size_t id) {
+    const Value& v = g.values[id];
+    std::string index;
+    for (int d = 0; d < rank; ++d)
+      if (loop.strides[id][d] != 0)
+        index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " +
+                 std::to_string(loop.strides[id][d]);
+    if (index.empty()) index = "0";
+    const std::string at = "in" + std::to_string(id) + "[" + index + "]";
+    if (v.dtype == kFloat16) return "load(&" + at + ", false)";
+    if (v.dtype == kBFloat16) return "load(&" + at + ", true)";
+    return std::string(math_type(v.dtype)) + "(" + at + ")";
+  };
+  // Outputs are contiguous: element `o + innermost index`.
+  auto store = [&](size_t k, const std::string& var) {
+    const DType d = g.values[g.outputs[k]].dtype;
+    if (streamed) return "block" + std::to_string(k) + "[j] = " + var + ";";
+    const std::string at = "out" + std::to_string(k) + "[o + " + inner + "]";
+    if (d == kFloat16) return at + " = tiny::float_to_half_bits(float(" + var + "));";
+    if (d == kBFloat16) return at + " = tiny::float_to_bfloat16_bits(float(" + var + "));";
+    return at + " = " + var + ";";
+  };
+  s << element_body(g, indent, load, store);
+  indent.resize(indent.size() - 2);
+  s << indent << "}\n";
+  if (streamed) {
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      s << indent << "stream(out" << k << " + o + start, block" << k << ", n);\n";
+    indent.resize(indent.size() - 2);
+    s << indent << "}\n";
+  }
+  s << indent << "o += " << inner_size << ";\n";
+  for (int d = rank - 2; d >= 0; --d) {
+    indent.resize(indent.size() - 2);
+    s << indent << "}\n";
+  }
+  if (streamed) s << "  stream_fence();\n";
+  s << "}\n";
+  return s.str();
+}
+
+std::string cuda_source(const Graph& g, const std::vector<Tensor>& args,
+                        const std::string& name) {
+  (void)args;
+  const Loop loop = make_loop(g);
+  const int rank = static_cast<int>(loop.sizes.size());
+  std::ostringstream s;
+  s << graph_comment(g);
+  // NVRTC compiles without the standard headers: the few conversions needed are written here,
+  // with PTX's own conversion instructions for float16.
+  s << "__device__ inline float load_half(unsigned short h) {\n"
+       "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
+       "__device__ inline unsigned short store_half(float f) {\n"
+       "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h;\n}\n"
+       "__device__ inline float load_bf16(unsigned short b) {\n"
+       "  return __uint_as_float(static_cast<unsigned>(b) << 16);\n}\n"
+       "__device__ inline unsigned short store_bf16(float f) {\n"
+       "  const unsigned x = __float_as_uint(f);\n"
+       "  if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;\n"
+       "  return static_cast<unsigned short>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n}\n";
+  s << op_source_prelude() << "\n" << op_functions(g, "__device__ inline");
+  s << "struct Pointers { char* data[" << g.num_args + static_cast<int>(g.outputs.size())
+    << "]; };\n\n";
+  long long total = 1;
+  for (int64_t n : loop.sizes) total *= n;
+  s << "extern \"C\" __global__ void " << name << "(const Pointers p) {\n";
+  s << "  for (long long o = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; o < "
+    << total << "; o += static_cast<long long>(gridDim.x) * blockDim.x) {\n";
+  // The loop indices of element o (sizes are constants, so the divisions are cheap).
+  s << "    long long rest = o;\n";
+  for (int d = rank - 1; d >= 0; --d)
+    s << "    const long long i" << d << " = rest % " << loop.sizes[d] << "; rest /= "
+      << loop.sizes[d] << ";\n";
+  s << "    (void)rest;\n";
+  for (size_t id = 0; id < g.values.size(); ++id) {
+    const Value& v = g.values[id];
+    if (v.kind != Value::Kind::Input) continue;
+    s << "    const " << storage_type(v.dtype) << "* in" << id << " = reinterpret_cast<const "
+      << storage_type(v.dtype) << "*>(p.data[" << v.arg << "]) + " << v.offset << ";\n";
+  }
+  auto load = [&](size_t id) {
+    const Value& v = g.values[id];
+    std::string index;
+    for (int d = 0; d < rank; ++d)
+      if (loop.strides[id][d] != 0)
+        index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " +
+                 std::to_string(loop.strides[id][d]);
+    if (index.empty()) index = "0";
+    const std::string at = "in" + std::to_string(id) + "[" + index + "]";
+    if (v.dtype == kFloat16) return "load_half(" + at + ")";
+    if (v.dtype == kBFloat16) return "load_bf16(" + at + ")";
+    return std::string(math_type(v.dtype)) + "(" + at + ")";
+  };
+  auto store = [&](size_t k, const std::string& var) {
+    const DType d = g.values[g.outputs[k]].dtype;
+    const std::string at = "reinterpret_cast<" + std::string(storage_type(d)) + "*>(p.data[" +
+                           std::to_string(g.num_args + static_cast<int>(k)) + "])[o]";
+    if (d == kFloat16) return at + " = store_half(float(" + var + "));";
+    if (d == kBFloat16) return at + " = store_bf16(float(" + var + "));";
+    return at + " = " + var + ";";
+  };
+  s << element_body(g, "    ", load, store);
+  s << "  }\n}\n";
+  return s.str();
+}
+
+}  // namespace tiny::detail::fusion

@@ -1,0 +1,314 @@
+// fusion_test.cpp: compile() (fusion.h). Fused results against eager ones over random chains,
+// shapes, layouts, broadcasts and dtypes, on both CPU backends (generated C++ and the tile
+// interpreter); the signature cache and recompiles; graph breaks; the compiled backward against
+// eager gradients; the generated source and the disk cache.
+#include <cstdlib>
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace tiny {
+namespace {
+
+using testing::close;
+using testing::random_layout;
+using testing::random_values;
+using testing::uniform_int;
+
+Tensor gelu_scale_shift(const Tensor& x, const Tensor& g, const Tensor& b) {
+  return gelu(x) * g + b + x;
+}
+Tensor scale_shift(const Tensor& x, const Tensor& g, const Tensor& b) { return x * g + b + x; }
+
+// A private disk cache per test process, so that tests see their own compiles.
+class Fusion : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tiny_fusion_test_" + std::to_string(::getpid()));
+    setenv("TINY_FUSION_CACHE", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("TINY_FUSION_CACHE");
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Fusion, TheDocumentsChainsMatchEager) {
+  TINY_SEEDED(rng);
+  Generator gen(rng());
+  const Tensor x = randn({64, 96}, kFloat32, gen);
+  const Tensor g = randn({96}, kFloat32, gen), b = randn({96}, kFloat32, gen);
+  auto fast = compile(scale_shift);
+  // No transcendental function: the same float32 operations in the same order, so the same bits.
+  EXPECT_TRUE(close(fast(x, g, b), scale_shift(x, g, b), 0, 0));
+  EXPECT_NE(fast.backend().find("C++ kernel"), std::string::npos) << fast.backend();
+  auto fast_gelu = compile(gelu_scale_shift);
+  EXPECT_TRUE(close(fast_gelu(x, g, b), gelu_scale_shift(x, g, b), 1e-6, 1e-6));
+}
+
+TEST_F(Fusion, SignatureCacheAndRecompiles) {
+  auto fast = compile(scale_shift);
+  const Tensor x = randn({8, 16}), g = randn({16}), b = randn({16});
+  fast(x, g, b);
+  fast(x, g, b);
+  EXPECT_EQ(fast.stats().calls, 2);
+  EXPECT_EQ(fast.stats().compiles, 1);
+  EXPECT_EQ(fast.stats().cache_hits, 1);
+  EXPECT_EQ(fast.stats().recompiles, 0);
+  // A new shape, then a new layout: each a recompile. Back to the first: a hit.
+  fast(randn({4, 16}), g, b);
+  fast(x.t().contiguous().t(), g, b);
+  EXPECT_EQ(fast.stats().recompiles, 2);
+  fast(x, g, b);
+  EXPECT_EQ(fast.stats().cache_hits, 2);
+  EXPECT_EQ(fast.stats().graph_breaks, 0);
+}
+
+TEST_F(Fusion, GraphBreaksRunEagerlyAndSayWhy) {
+  auto with_matmul = compile([](const Tensor& a, const Tensor& w) { return relu(matmul(a, w)) + a; });
+  const Tensor a = randn({4, 4}), w = randn({4, 4});
+  EXPECT_TRUE(close(with_matmul(a, w), relu(matmul(a, w)) + a, 0, 0));
+  EXPECT_TRUE(close(with_matmul(a, w), relu(matmul(a, w)) + a, 0, 0));
+  EXPECT_EQ(with_matmul.stats().graph_breaks, 2);
+  EXPECT_NE(with_matmul.stats().last_break.find("no captured op made"), std::string::npos)
+      << with_matmul.stats().last_break;
+  EXPECT_NE(with_matmul.backend().find("eager (graph break"), std::string::npos);
+}
+
+TEST_F(Fusion, InPlaceOpsAndWrongCallsAreRefusedClearly) {
+  auto in_place = compile([](const Tensor& a) {
+    Tensor t = a * 2.0;
+    t.add_(1.0);
+    return t;
+  });
+  const Tensor a = randn({3});
+  EXPECT_TRUE(close(in_place(a), a * 2.0 + 1.0, 0, 0));
+  EXPECT_NE(in_place.stats().last_break.find("in place"), std::string::npos)
+      << in_place.stats().last_break;
+  auto two = compile([](const Tensor& x, const Tensor& y) { return x + y; });
+  try {
+    two(a);
+    FAIL() << "no error for one argument";
+  } catch (const TypeError& e) {
+    EXPECT_STREQ(e.what(), "compiled function takes 2 tensor arguments but 1 were given");
+  }
+}
+
+TEST_F(Fusion, DiskCacheServesASecondProcessAndTheSourceIsReadable) {
+  const Tensor x = randn({5, 7}), g = randn({7}), b = randn({7});
+  auto first = compile(scale_shift);
+  first(x, g, b);
+  EXPECT_EQ(first.stats().disk_cache_hits, 0);
+  // A new compiled function (as in a new process) finds the shared object on disk.
+  auto second = compile(scale_shift);
+  second(x, g, b);
+  EXPECT_EQ(second.stats().disk_cache_hits, 1);
+  size_t shared_objects = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    shared_objects += entry.path().extension() == ".so";
+  EXPECT_EQ(shared_objects, 1u);
+  // The source names each value and pastes the op table's expressions.
+  const std::string src = second.source();
+  EXPECT_NE(src.find("extern \"C\" void tiny_fused_kernel(char* const* data)"), std::string::npos);
+  EXPECT_NE(src.find("return x * y;"), std::string::npos) << src;  // mul's row
+  EXPECT_NE(src.find("%2 = mul(%0, %1)"), std::string::npos) << src;
+}
+
+TEST_F(Fusion, WithoutACompilerTheInterpreterRunsAndSaysSo) {
+  setenv("TINY_FUSION_CXX", "/nonexistent/c++", 1);
+  auto fast = compile(gelu_scale_shift);
+  const Tensor x = randn({6, 9}), g = randn({9}), b = randn({9});
+  const Tensor r = fast(x, g, b);
+  unsetenv("TINY_FUSION_CXX");
+  EXPECT_EQ(fast.backend(),
+            "tile interpreter (no C++ compiler to generate code with: no compiler at "
+            "/nonexistent/c++)");
+  EXPECT_TRUE(close(r, gelu_scale_shift(x, g, b), 1e-6, 1e-6));
+  // Asked for generated code explicitly, it refuses instead of silently interpreting.
+  setenv("TINY_FUSION_CXX", "/nonexistent/c++", 1);
+  auto strict = compile(gelu_scale_shift, {FusionBackend::Cpp});
+  EXPECT_THROW(strict(x, g, b), RuntimeError);
+  unsetenv("TINY_FUSION_CXX");
+}
+
+TEST_F(Fusion, CostCountsOnePassPerInputAndOutput) {
+  const Tensor x = randn({64, 32}), g = randn({32}), b = randn({32});
+  auto fast = compile(gelu_scale_shift);
+  fast(x, g, b);
+  // gelu, mul, add, add: one FLOP each per element by the op table's convention; x read, g and
+  // b read (one row each), the result written.
+  EXPECT_EQ(fast.cost().flops, 4.0 * 64 * 32);
+  EXPECT_EQ(fast.cost().bytes, 4.0 * (64 * 32 + 32 + 32 + 64 * 32));
+  const CostCounter counter;
+  fast(x, g, b);
+  EXPECT_EQ(counter.ops(), 1);
+  EXPECT_EQ(counter.bytes(), fast.cost().bytes);
+}
+
+TEST_F(Fusion, InterpreterMatchesGeneratedCode) {
+  TINY_SEEDED(rng);
+  Generator gen(rng());
+  const Tensor x = randn({33, 70}, kFloat32, gen), g = randn({70}, kFloat32, gen),
+               b = randn({70}, kFloat32, gen);
+  auto cpp = compile(gelu_scale_shift);
+  auto interpreted = compile(gelu_scale_shift, {FusionBackend::Interpreter});
+  const Tensor r = interpreted(x, g, b);
+  EXPECT_NE(interpreted.backend().find("tile interpreter"), std::string::npos);
+  EXPECT_TRUE(close(r, gelu_scale_shift(x, g, b), 1e-6, 1e-6));
+  EXPECT_TRUE(close(r, cpp(x, g, b), 1e-6, 1e-6));
+}
+
+TEST_F(Fusion, BackwardMatchesEagerGradients) {
+  TINY_SEEDED(rng);
+  Generator gen(rng());
+  Tensor x = randn({16, 24}, kFloat32, gen).requires_grad_(true);
+  Tensor g = randn({24}, kFloat32, gen).requires_grad_(true);
+  Tensor b = randn({24}, kFloat32, gen).requires_grad_(true);
+  auto fast = compile(gelu_scale_shift);
+  Tensor y = fast(x, g, b);
+  EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward") << fast.backend();
+  y.sum().backward();
+  const Tensor gx = x.grad(), gg = g.grad(), gb = b.grad();
+  for (Tensor* t : {&x, &g, &b}) t->set_grad(Tensor());
+  gelu_scale_shift(x, g, b).sum().backward();
+  EXPECT_TRUE(close(gx, x.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(close(gg, g.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(close(gb, b.grad(), 1e-5, 1e-5));
+}
+
+// ---- random chains ----------------------------------------------------------------------------
+
+// A random program of elementwise ops over some inputs: each step applies one op to earlier
+// values. Every op keeps values in a modest range (divisors are kept away from 0, exp's
+// argument is clamped), so that float16 comparisons stay meaningful.
+struct Step {
+  int op, a, b;
+};
+constexpr int kOps = 16;
+
+Tensor run_program(const std::vector<Step>& program, const std::vector<Tensor>& in) {
+  std::vector<Tensor> v = in;
+  for (const Step& s : program) {
+    const Tensor& x = v[s.a];
+    const Tensor& y = v[s.b];
+    switch (s.op) {
+      case 0: v.push_back(neg(x)); break;
+      case 1: v.push_back(abs(x)); break;
+      case 2: v.push_back(relu(x)); break;
+      case 3: v.push_back(sigmoid(x)); break;
+      case 4: v.push_back(tanh(x)); break;
+      case 5: v.push_back(gelu(x)); break;
+      case 6: v.push_back(x * 0.5); break;
+      case 7: v.push_back(add(x, y)); break;
+      case 8: v.push_back(sub(x, y)); break;
+      case 9: v.push_back(mul(x, y)); break;
+      case 10: v.push_back(maximum(x, y)); break;
+      case 11: v.push_back(minimum(x, y)); break;
+      case 12: v.push_back(clamp(x, -1.0, 1.0)); break;
+      case 13: v.push_back(div(x, abs(y) + 1.0)); break;
+      case 14: v.push_back(exp(clamp(x, -3.0, 3.0))); break;
+      default: v.push_back(square(tanh(x)) - y); break;
+    }
+  }
+  return v.back();
+}
+
+std::vector<Step> random_program(std::mt19937_64& rng, int inputs) {
+  std::vector<Step> p;
+  const int steps = static_cast<int>(uniform_int(rng, 1, 8));
+  for (int i = 0; i < steps; ++i) {
+    const int have = inputs + i;
+    // The last step uses the newest value, so that the result depends on the whole chain.
+    p.push_back({static_cast<int>(uniform_int(rng, 0, kOps - 1)),
+                 i + 1 == steps ? have - 1 : static_cast<int>(uniform_int(rng, 0, have - 1)),
+                 static_cast<int>(uniform_int(rng, 0, have - 1))});
+  }
+  return p;
+}
+
+// Inputs of shapes that broadcast together: each is the base shape with some leading dimensions
+// dropped and some sizes set to 1, in a random layout.
+std::vector<Tensor> random_inputs(std::mt19937_64& rng, int n, DType dtype) {
+  const Shape base = testing::random_shape(rng, 3, 6);
+  std::vector<Tensor> in;
+  for (int k = 0; k < n; ++k) {
+    Shape s(base.begin() + uniform_int(rng, 0, static_cast<int64_t>(base.size())), base.end());
+    for (int64_t& d : s)
+      if (uniform_int(rng, 0, 3) == 0) d = 1;
+    if (k == 0) s = base;  // one input of the full shape
+    in.push_back(random_layout(rng, random_values(rng, s), dtype));
+  }
+  return in;
+}
+
+// How close a fused result must be to the eager one: float32 and float64 differ only in the
+// last bits of exp, erf and tanh; 16-bit floats are rounded after every eager op but kept in
+// float32 between fused ops (as torch.compile keeps them), so they differ by a rounding or two.
+double tolerance(DType d) {
+  return d == kFloat64 ? 1e-12 : d == kFloat32 ? 2e-6 : d == kFloat16 ? 4e-3 : 3e-2;
+}
+
+void check_random_chains(FusionBackend backend) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 25; ++trial) {
+    const DType dtype = std::array{kFloat32, kFloat64, kFloat16, kBFloat16}[trial % 4];
+    const int n = static_cast<int>(uniform_int(rng, 1, 3));
+    const std::vector<Step> program = random_program(rng, n);
+    const std::vector<Tensor> in = random_inputs(rng, n, dtype);
+    CompiledFunction fast(
+        static_cast<size_t>(n), [program](const std::vector<Tensor>& a) { return run_program(program, a); },
+        {backend});
+    const Tensor expected = run_program(program, in);
+    const Tensor actual = fast.call(in);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", " + dtype_name(dtype) + ", graph:\n" +
+                 fast.graph());
+    ASSERT_EQ(fast.stats().graph_breaks, 0) << fast.stats().last_break;
+    ASSERT_EQ(actual.dtype(), expected.dtype());
+    const double tol = tolerance(dtype);
+    EXPECT_TRUE(close(actual.to(kFloat64), expected.to(kFloat64), tol, tol));
+  }
+}
+
+TEST_F(Fusion, RandomChainsMatchEagerInGeneratedCpp) { check_random_chains(FusionBackend::Cpp); }
+TEST_F(Fusion, RandomChainsMatchEagerInTheInterpreter) {
+  check_random_chains(FusionBackend::Interpreter);
+}
+
+TEST_F(Fusion, RandomChainsBackwardMatchesEager) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 12; ++trial) {
+    const DType dtype = trial % 2 ? kFloat64 : kFloat32;
+    const int n = static_cast<int>(uniform_int(rng, 1, 3));
+    const std::vector<Step> program = random_program(rng, n);
+    std::vector<Tensor> in = random_inputs(rng, n, dtype);
+    for (Tensor& t : in) t = t.detach().requires_grad_(true);
+    CompiledFunction fast(static_cast<size_t>(n), [program](const std::vector<Tensor>& a) {
+      return run_program(program, a);
+    }, {});
+    const Tensor y = fast.call(in);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", graph:\n" + fast.graph());
+    ASSERT_EQ(fast.stats().graph_breaks, 0) << fast.stats().last_break;
+    ASSERT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+    const Tensor weights = randn(y.shape(), dtype);  // a random incoming gradient
+    y.backward(weights);
+    std::vector<Tensor> fused;
+    for (Tensor& t : in) {
+      fused.push_back(t.grad());
+      t.set_grad(Tensor());
+    }
+    run_program(program, in).backward(weights);
+    const double tol = dtype == kFloat64 ? 1e-10 : 1e-4;
+    for (size_t k = 0; k < in.size(); ++k) {
+      ASSERT_EQ(fused[k].defined(), in[k].grad().defined()) << "input " << k;
+      if (fused[k].defined()) {
+        EXPECT_TRUE(close(fused[k], in[k].grad(), tol, tol)) << "input " << k;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tiny
