@@ -253,8 +253,8 @@ Tensor CompiledFunction::call(const std::vector<Tensor>& inputs) {
     s.last = it->second;
     return s.run(it->second, inputs);
   }
-  // A new signature: trace, compile, then run the kernel, so that the first call returns what
-  // every later call will (and records the same node).
+  // A new signature: trace (an eager call, whose result is this call's), then compile. A call
+  // that needs gradients runs the kernel too, so that its result has the compiled node.
   const auto t0 = std::chrono::steady_clock::now();
   Tensor traced;
   std::shared_ptr<Kernel> k = s.build(inputs, traced);
@@ -271,6 +271,7 @@ Tensor CompiledFunction::call(const std::vector<Tensor>& inputs) {
     ++s.stats.graph_breaks;
     return any_grad && grad_mode_enabled() ? s.fn(inputs) : traced;
   }
+  if (!k->records) return traced;
   return s.run(k, inputs);
 }
 
