@@ -7,7 +7,8 @@
 // is about; what is lost against generated code is vectorised arithmetic and the dispatch of
 // every value through a function pointer. It computes exactly what the generated C++ computes:
 // each op in its compute type (float for float32 and 16-bit floats, double for float64), with
-// values kept as the generated code keeps them.
+// values kept as the generated code keeps them. Tiles hold float when every value fits one
+// (a graph of float32, 16-bit floats and bool), else double.
 #include "elementwise_ops.h"
 #include "fusion/graph.h"
 #include "tiny/float_formats.h"
@@ -18,121 +19,111 @@ namespace {
 
 constexpr int64_t kTile = 1024;
 
-// Values are held as double, which represents every float, bool and int32 exactly; an op
-// converts its arguments to its compute type T and its result back.
-using Apply = void (*)(const double* const* in, double* out, int64_t n, ops::Scalars s);
+// Values are held as H (float or double) in the tiles; an op converts its arguments to its
+// compute type T and its result back.
+template <typename H> using Apply = void (*)(const H* const* in, H* out, int64_t n, ops::Scalars s);
 
-template <typename Op, typename T>
-void apply(const double* const* in, double* out, int64_t n, ops::Scalars s) {
+template <typename H, typename Op, typename T>
+void apply(const H* const* in, H* out, int64_t n, ops::Scalars s) {
   Op op;
   op.p = s;
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (Op::arity == 1) out[i] = static_cast<double>(op(static_cast<T>(in[0][i])));
+    if constexpr (Op::arity == 1) out[i] = static_cast<H>(op(static_cast<T>(in[0][i])));
     else if constexpr (Op::arity == 2)
-      out[i] = static_cast<double>(op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i])));
+      out[i] = static_cast<H>(op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i])));
     else
-      out[i] = static_cast<double>(
+      out[i] = static_cast<H>(
           op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i]), static_cast<T>(in[2][i])));
   }
 }
 
 // Per op-table row: its loop in float and in double.
-struct Row {
-  Apply f32, f64;
+template <typename H> struct Row {
+  Apply<H> f32, f64;
 };
-const Row kRows[] = {
-#define TINY_INTERPRETER_ROW(NAME, OP, ...) {&apply<ops::OP, float>, &apply<ops::OP, double>},
+template <typename H> const Row<H> kRows[] = {
+#define TINY_INTERPRETER_ROW(NAME, OP, ...) {&apply<H, ops::OP, float>, &apply<H, ops::OP, double>},
     TINY_OP_ROWS(TINY_INTERPRETER_ROW)
 #undef TINY_INTERPRETER_ROW
 };
 
-Apply apply_for(const Value& v) {
+template <typename H> Apply<H> apply_for(const Value& v) {
   for (int i = 0; i < static_cast<int>(OpId::kCount); ++i)
     if (&op_entry(static_cast<OpId>(i)) == v.kernel)
-      return v.compute == kFloat64 ? kRows[i].f64 : kRows[i].f32;
+      return v.compute == kFloat64 ? kRows<H>[i].f64 : kRows<H>[i].f32;
   throw RuntimeError(std::string("compile(): no interpreter loop for ") + v.kernel->info.name);
 }
 
 // A value rounded as the generated code's variable of its dtype would hold it.
-double as_held(double x, DType d) {
-  if (d == kFloat64) return x;
-  if (d == kBool) return x != 0 ? 1.0 : 0.0;
-  if (d == kInt32 || d == kInt64) return x;
-  return static_cast<double>(static_cast<float>(x));
+template <typename H> H as_held(H x, DType d) {
+  if (d == kBool) return x != 0 ? H(1) : H(0);
+  if (d == kFloat64 || d == kInt32 || d == kInt64) return x;
+  return static_cast<H>(static_cast<float>(x));
 }
 
-// `count` elements `stride` apart, converted to double and held as the value's dtype holds them.
-template <typename T, typename Convert>
-void load_run(const char* base, int64_t stride, int64_t count, double* out, Convert convert) {
+// `count` elements `stride` apart, converted to H.
+template <typename H, typename T, typename Convert>
+void load_run(const char* base, int64_t stride, int64_t count, H* out, Convert convert) {
   const T* p = reinterpret_cast<const T*>(base);
-  for (int64_t i = 0; i < count; ++i) out[i] = convert(p[i * stride]);
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<H>(convert(p[i * stride]));
 }
 
-void load(const char* base, DType d, int64_t stride, int64_t count, double* out) {
+template <typename H> void load(const char* base, DType d, int64_t stride, int64_t count, H* out) {
+  auto same = [](auto x) { return x; };
   switch (d) {
-    case DType::Float32:
-      return load_run<float>(base, stride, count, out, [](float x) { return double(x); });
-    case DType::Float64:
-      return load_run<double>(base, stride, count, out, [](double x) { return x; });
+    case DType::Float32: return load_run<H, float>(base, stride, count, out, same);
+    case DType::Float64: return load_run<H, double>(base, stride, count, out, same);
     case DType::Float16:
-      return load_run<uint16_t>(base, stride, count, out,
-                                [](uint16_t x) { return double(half_bits_to_float(x)); });
+      return load_run<H, uint16_t>(base, stride, count, out,
+                                   [](uint16_t x) { return half_bits_to_float(x); });
     case DType::BFloat16:
-      return load_run<uint16_t>(base, stride, count, out,
-                                [](uint16_t x) { return double(bfloat16_bits_to_float(x)); });
-    case DType::Int32:
-      return load_run<int32_t>(base, stride, count, out, [](int32_t x) { return double(x); });
-    case DType::Int64:
-      return load_run<int64_t>(base, stride, count, out, [](int64_t x) { return double(x); });
+      return load_run<H, uint16_t>(base, stride, count, out,
+                                   [](uint16_t x) { return bfloat16_bits_to_float(x); });
+    case DType::Int32: return load_run<H, int32_t>(base, stride, count, out, same);
+    case DType::Int64: return load_run<H, int64_t>(base, stride, count, out, same);
     case DType::Bool:
-      return load_run<bool>(base, stride, count, out, [](bool x) { return x ? 1.0 : 0.0; });
+      return load_run<H, bool>(base, stride, count, out, [](bool x) { return x ? 1 : 0; });
   }
 }
 
-template <typename T, typename Convert>
-void store_run(char* base, int64_t count, const double* in, Convert convert) {
+template <typename T, typename H, typename Convert>
+void store_run(char* base, int64_t count, const H* in, Convert convert) {
   T* p = reinterpret_cast<T*>(base);
   for (int64_t i = 0; i < count; ++i) p[i] = convert(in[i]);
 }
 
-void store(char* base, DType d, int64_t count, const double* in) {
+template <typename H> void store(char* base, DType d, int64_t count, const H* in) {
   switch (d) {
-    case DType::Float32:
-      return store_run<float>(base, count, in, [](double x) { return float(x); });
-    case DType::Float64:
-      return store_run<double>(base, count, in, [](double x) { return x; });
+    case DType::Float32: return store_run<float>(base, count, in, [](H x) { return float(x); });
+    case DType::Float64: return store_run<double>(base, count, in, [](H x) { return double(x); });
     case DType::Float16:
       return store_run<uint16_t>(base, count, in,
-                                 [](double x) { return float_to_half_bits(float(x)); });
+                                 [](H x) { return float_to_half_bits(float(x)); });
     case DType::BFloat16:
       return store_run<uint16_t>(base, count, in,
-                                 [](double x) { return float_to_bfloat16_bits(float(x)); });
-    case DType::Int32:
-      return store_run<int32_t>(base, count, in, [](double x) { return int32_t(x); });
-    case DType::Int64:
-      return store_run<int64_t>(base, count, in, [](double x) { return int64_t(x); });
-    case DType::Bool:
-      return store_run<bool>(base, count, in, [](double x) { return x != 0; });
+                                 [](H x) { return float_to_bfloat16_bits(float(x)); });
+    case DType::Int32: return store_run<int32_t>(base, count, in, [](H x) { return int32_t(x); });
+    case DType::Int64: return store_run<int64_t>(base, count, in, [](H x) { return int64_t(x); });
+    case DType::Bool: return store_run<bool>(base, count, in, [](H x) { return x != 0; });
   }
 }
 
-}  // namespace
-
-void interpret(const Graph& g, const std::vector<Tensor>& args,
-               const std::vector<Tensor>& outputs) {
+template <typename H>
+void run_tiles(const Graph& g, const std::vector<Tensor>& args, const std::vector<Tensor>& outputs) {
   const Loop loop = make_loop(g);
   const int rank = static_cast<int>(loop.sizes.size());
   const int64_t inner = loop.sizes[rank - 1];
   int64_t rows = 1;  // runs of the innermost loop dimension
   for (int d = 0; d + 1 < rank; ++d) rows *= loop.sizes[d];
   const size_t n = g.values.size();
-  std::vector<Apply> fns(n, nullptr);
+  std::vector<Apply<H>> fns(n, nullptr);
   for (size_t id = 0; id < n; ++id)
-    if (g.values[id].kind == Value::Kind::Op) fns[id] = apply_for(g.values[id]);
-  std::vector<std::vector<double>> tile(n, std::vector<double>(kTile));
+    if (g.values[id].kind == Value::Kind::Op) fns[id] = apply_for<H>(g.values[id]);
+  std::vector<std::vector<H>> tile(n, std::vector<H>(kTile));
   for (size_t id = 0; id < n; ++id)
     if (g.values[id].kind == Value::Kind::Constant)
-      std::fill(tile[id].begin(), tile[id].end(), as_held(g.values[id].constant, g.values[id].dtype));
+      std::fill(tile[id].begin(), tile[id].end(),
+                as_held(static_cast<H>(g.values[id].constant), g.values[id].dtype));
   std::vector<int64_t> index(rank, 0);  // the outer loop indices of the current run
   int64_t o = 0;                        // the output element the run starts at
   for (int64_t row = 0; row < rows; ++row) {
@@ -151,22 +142,21 @@ void interpret(const Graph& g, const std::vector<Tensor>& args,
       // The ops, in order, each over the whole tile, in the cache.
       for (size_t id = 0; id < n; ++id) {
         const Value& v = g.values[id];
+        H* out = tile[id].data();
         if (v.kind == Value::Kind::Cast) {
-          const std::vector<double>& from = tile[v.args[0]];
-          for (int64_t i = 0; i < count; ++i) tile[id][i] = as_held(from[i], v.dtype);
-          continue;
+          const H* from = tile[v.args[0]].data();
+          for (int64_t i = 0; i < count; ++i) out[i] = as_held(from[i], v.dtype);
+        } else if (v.kind == Value::Kind::Where) {
+          const H *c = tile[v.args[0]].data(), *a = tile[v.args[1]].data(),
+                  *b = tile[v.args[2]].data();
+          for (int64_t i = 0; i < count; ++i) out[i] = as_held(c[i] != 0 ? a[i] : b[i], v.dtype);
+        } else if (v.kind == Value::Kind::Op) {
+          const H* in[3] = {nullptr, nullptr, nullptr};
+          for (int k = 0; k < v.op->info.arity; ++k) in[k] = tile[v.args[k]].data();
+          fns[id](in, out, count, v.scalars);
+          if (v.dtype != kFloat64 && v.dtype != kFloat32)
+            for (int64_t i = 0; i < count; ++i) out[i] = as_held(out[i], v.dtype);
         }
-        if (v.kind == Value::Kind::Where) {
-          const std::vector<double>&c = tile[v.args[0]], &a = tile[v.args[1]], &b = tile[v.args[2]];
-          for (int64_t i = 0; i < count; ++i) tile[id][i] = as_held(c[i] != 0 ? a[i] : b[i], v.dtype);
-          continue;
-        }
-        if (v.kind != Value::Kind::Op) continue;
-        const double* in[3] = {nullptr, nullptr, nullptr};
-        for (int k = 0; k < v.op->info.arity; ++k) in[k] = tile[v.args[k]].data();
-        fns[id](in, tile[id].data(), count, v.scalars);
-        if (v.dtype != kFloat64)
-          for (int64_t i = 0; i < count; ++i) tile[id][i] = as_held(tile[id][i], v.dtype);
       }
       for (size_t k = 0; k < g.outputs.size(); ++k) {
         const DType d = outputs[k].dtype();
@@ -181,6 +171,20 @@ void interpret(const Graph& g, const std::vector<Tensor>& args,
       index[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+void interpret(const Graph& g, const std::vector<Tensor>& args,
+               const std::vector<Tensor>& outputs) {
+  // float holds every value of a graph without float64 or integers exactly (16-bit floats and
+  // bool included); otherwise double, which also holds int32 exactly (and int64 up to 2^53).
+  bool wide = false;
+  for (const Value& v : g.values)
+    wide = wide || v.dtype == kFloat64 || v.compute == kFloat64 || v.dtype == kInt32 ||
+           v.dtype == kInt64;
+  if (wide) run_tiles<double>(g, args, outputs);
+  else run_tiles<float>(g, args, outputs);
 }
 
 }  // namespace tiny::detail::fusion
