@@ -53,7 +53,7 @@ enum class FusionBackend {
 
 /// How `compile` works.
 struct CompileOptions {
-  FusionBackend backend = FusionBackend::Auto;
+  FusionBackend backend = FusionBackend::Auto;  ///< how CPU graphs run (CUDA ones use NVRTC)
 };
 
 /// What a compiled function has done so far (torch.compile users read the same counters from
