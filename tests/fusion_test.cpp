@@ -153,6 +153,21 @@ TEST_F(Fusion, CostCountsOnePassPerInputAndOutput) {
   EXPECT_EQ(counter.bytes(), fast.cost().bytes);
 }
 
+TEST_F(Fusion, ZeroDimAndEmptyTensors) {
+  for (FusionBackend backend : {FusionBackend::Cpp, FusionBackend::Interpreter}) {
+    auto fast = compile([](const Tensor& a, const Tensor& b) { return gelu(a) * b + 1.0; },
+                        {backend});
+    const Tensor s = scalar_tensor(0.75), t = scalar_tensor(-2.0);
+    fast(s, t);
+    EXPECT_TRUE(close(fast(s, t), gelu(s) * t + 1.0, 1e-7, 1e-7));
+    EXPECT_EQ(fast(s, t).dim(), 0);
+    const Tensor e = randn({0, 3}), r = randn({3});
+    fast(e, r);
+    EXPECT_EQ(fast(e, r).shape(), (Shape{0, 3}));
+    EXPECT_EQ(fast.stats().graph_breaks, 0) << fast.stats().last_break;
+  }
+}
+
 TEST_F(Fusion, InterpreterMatchesGeneratedCode) {
   TINY_SEEDED(rng);
   Generator gen(rng());
