@@ -189,7 +189,7 @@ void CompiledFunction::State::compile_graph(Kernel& k, Device device) {
     k.backward_cpp = detail::fusion::load_cpp_kernel(k.backward_source, "tiny_fused_backward");
     stats.disk_cache_hits += k.backward_cpp.from_disk_cache;
   }
-  k.backend = "C++ kernel (" + k.cpp.compiler + ", -O3 -march=native)";
+  k.backend = "C++ kernel (" + k.cpp.compiler + ", -O3 -march=native)";  // the flags that matter
 }
 
 Tensor CompiledFunction::State::run(const std::shared_ptr<Kernel>& k,

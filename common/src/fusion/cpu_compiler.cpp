@@ -32,10 +32,12 @@ namespace tiny::detail::fusion {
 namespace {
 
 // No contraction of a * b + c into one fused multiply-add, so that every op rounds where the
-// eager kernel rounds; no errno, so sqrt vectorises; no trapping, so selects vectorise.
+// eager kernel rounds; no errno, so sqrt vectorises; no trapping, so selects vectorise; the
+// widest vectors the processor has (GCC stays at 256 bits on AVX-512 machines unless told, and
+// an erf-heavy loop runs twice as fast at 512: 82 -> 43 ms for the GELU chain here).
 constexpr const char* kFlags =
-    "-std=c++17 -O3 -march=native -fPIC -shared -ffp-contract=off -fno-math-errno "
-    "-fno-trapping-math -w";
+    "-std=c++17 -O3 -march=native -mprefer-vector-width=512 -fPIC -shared -ffp-contract=off "
+    "-fno-math-errno -fno-trapping-math -w";
 
 // The compiler to run: $TINY_FUSION_CXX if set (empty: none), else the library's own.
 std::string compiler_path() {
