@@ -9,7 +9,8 @@ kink sits at the machine's accelerator intensity, peak FLOP/s over bytes/s (295 
 the H100 SXM). The GPUs' lines are datasheet numbers for bfloat16; this CPU's line is what the
 chapter measured in float32 (a 2048 x 2048 matmul for the peak, a 64 MiB clone for the bytes).
 
-The dots are kernels timed on this CPU, at the FLOP/s they reached. A dot on its line ran as
+The dots are the kernels the chapter timed, at the FLOP/s they reached, on this CPU (and, for
+the fusion section on a GPU machine, on the GPU: a dot has its device's colour). A dot on its line ran as
 fast as the roofline allows; a dot below it lost time somewhere the roofline does not count. The
 chapter's copy is left out: it does no FLOPs, so it has no place on a log axis (its bytes/s are
 the CPU line's slope).
@@ -55,6 +56,29 @@ for name, peak, bandwidth in roofs:
     ax.annotate(f"{ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(0, 6),
                 ha="center", fontsize=8, color=color)  # the kink: its accelerator intensity
 
+# Each dot's label goes to the first of these places (offsets in points) where it overlaps no
+# label placed before it: the fusion section's eager chains sit next to relu(x), its compiled
+# scale-shift chain next to x @ v.
+LABEL_OFFSETS = [(6, -10), (6, 5), (6, -21), (6, 16), (-6, -10), (-6, 5)]
+placed = []  # the window extents of the labels so far
+
+
+def place_label(text, x, y):
+    renderer = fig.canvas.get_renderer()
+    for dx, dy in LABEL_OFFSETS:
+        label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy),
+                            fontsize=8, ha="left" if dx > 0 else "right")
+        box = label.get_window_extent(renderer)
+        if not any(box.overlaps(other) for other in placed):
+            break
+        label.remove()
+    else:  # nowhere free: the first place after all
+        label = ax.annotate(text, (x, y), textcoords="offset points", xytext=LABEL_OFFSETS[0],
+                            fontsize=8)
+        box = label.get_window_extent(renderer)
+    placed.append(box)
+
+
 for k, (part, rows) in enumerate(parts.items()):
     marker = markers[k % len(markers)]
     for r in rows:
@@ -62,13 +86,17 @@ for k, (part, rows) in enumerate(parts.items()):
         color = color_of.get(r["device"], "black")
         ax.plot([x], [y], marker=marker, linestyle="none", markersize=7, color=color,
                 markeredgecolor="black", markeredgewidth=0.6)
-        ax.annotate(r["kernel"], (x, y), textcoords="offset points", xytext=(6, -10), fontsize=8)
+    # A dot has its device's colour (the fusion section's CUDA points are on a GPU's roof).
     ax.plot([], [], marker=marker, linestyle="none", color="gray", markeredgecolor="black",
-            label=f"timed on this CPU ({part})")
+            label=f"timed by the chapter ({part})")
 
 ax.set_xscale("log")
 ax.set_yscale("log")
 ax.set_xlim(LOW, HIGH)
+ax.set_ylim(*ax.get_ylim())  # fixed now, so that the labels' places below stay where they are
+for part, rows in parts.items():
+    for r in rows:
+        place_label(r["kernel"], float(r["intensity"]), float(r["flop_per_sec"]))
 ax.set_xlabel("arithmetic intensity (FLOPs per byte moved)")
 ax.set_ylabel("FLOP/s")
 ax.set_title("The roofline: memory-bound left of each kink, compute-bound right of it")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make gpu-check: on a machine with an NVIDIA GPU (and nvcc, CMake, ninja), build with CUDA, run
-# every test (the GPU ones run for real there instead of skipping), run the benchmarks that can
-# be built, and print a short summary table last. Works without network and without GoogleTest
+# every test (the GPU ones run for real there instead of skipping; among them chapter 09's
+# fusion_test and cuda_jit_test, whose NVRTC kernels are loaded and run against eager), run the
+# chapters that time the GPU and the benchmarks that can be built (bench_fusion among them), and
+# print a short summary table last. Works without network and without GoogleTest
 # or Google Benchmark installed: GoogleTest is built from third_party/googletest, which
 # `make third_party` copies from Debian's /usr/src/googletest on a development machine (carry
 # that folder to the GPU machine).
@@ -26,10 +28,19 @@ tests_rc=$?
 "$build/ch04_devices" --csv "$build/csv" > "$build/ch04.log" 2>&1 || { echo "ch04_devices failed:"; tail -20 "$build/ch04.log"; tests_rc=1; }
 # Chapter 08 times its matrix products in each precision on the GPU too (one line).
 "$build/ch08_mixed_precision" > "$build/ch08.log" 2>&1 || { echo "ch08_mixed_precision failed:"; tail -20 "$build/ch08.log"; tests_rc=1; }
+# Chapter 09 compiles its two chains for CUDA tensors through NVRTC and times them against eager
+# and the GPU's clone (three "on CUDA:" lines), on a quiet GPU (ctest ran it alongside other
+# tests); --csv adds those points to the roofline figure's data.
+"$build/ch09_fusion" --csv "$build/csv" > "$build/ch09.log" 2>&1 || { echo "ch09_fusion failed:"; tail -20 "$build/ch09.log"; tests_rc=1; }
+# fusion_test and cuda_jit_test were built with everything and ctest ran them; say so if either
+# is missing (a build without CUDA would skip their GPU tests, which the summary would show).
+for t in fusion_test cuda_jit_test; do
+  [ -x "$build/tests/$t" ] || { echo "gpu-check: $build/tests/$t was not built"; tests_rc=1; }
+done
 bench_lines=()
 for b in "$build"/bench/bench_*; do
   [ -x "$b" ] || continue
-  "$b" --benchmark_min_time=0.2 > "$b.log" 2>&1 && bench_lines+=("$(basename "$b"): ran, log in $b.log")
+  "$b" --benchmark_min_time=0.2 --benchmark_out="$b.csv" --benchmark_out_format=csv > "$b.log" 2>&1 && bench_lines+=("$(basename "$b"): ran, log in $b.log")
 done
 [ ${#bench_lines[@]} -eq 0 ] && bench_lines+=("none built (no Google Benchmark here); ch04 measured the GPU")
 
@@ -49,6 +60,33 @@ printf '%-34s %s\n' "ch06 GPU tests passed (of 4)" "$(grep -E 'Test +#[0-9]+: (O
 printf '%-34s %s\n' "ch07 GPU tests passed (of 1)" "$(grep -E 'Test +#[0-9]+: Memory.StepOnTheGpu' "$build/test.log" | grep -c ' Passed' || true)"
 printf '%-34s %s\n' "ch08 GPU tests passed (of 1)" "$(grep -E 'Test +#[0-9]+: AutocastCuda' "$build/test.log" | grep -c ' Passed' || true)"
 printf '%-34s %s\n' "ch08 matmul by precision" "$(grep -E '^cuda, n = ' "$build/ch08.log" | head -1 || true)"
+# Chapter 09's GPU tests: NVRTC and the driver (cuda_jit_test: 5 compile, 1 launch, 2 on the GPU),
+# fused CUDA source compiled and run against eager (fusion_test), and the chapter's golden output
+# with its CUDA lines.
+printf '%-34s %s\n' "ch09 GPU tests passed (of 11)" "$(grep -E 'Test +#[0-9]+: (CudaJitCompile\.|CudaJitLaunch\.|CudaJitGpu\.|Fusion\.(GeneratedCudaCompilesWithNvrtc|CudaKernelsMatchEager) |Ch09_Fusion\.RunsAndMatchesGoldenOutput )' "$build/test.log" | grep -c ' Passed' || true)"
+printf '%-34s %s\n' "ch09 fusion_test, cuda_jit_test" "$(awk '/Test +#[0-9]+: (Fusion|CudaJit)[A-Za-z]*\./ { n++; if (/ Passed/) p++; else if (/Skipped/) s++; else f++ } END { printf "%d passed, %d failed, %d skipped", p, f, s }' "$build/test.log")"
+# The chapter's CUDA lines, each without its "on CUDA: <name>" and with its spaces squeezed; or
+# the one line that says why they were skipped.
+if grep -q '^on CUDA: skipped' "$build/ch09.log" 2>/dev/null; then
+  printf '%-34s %s\n' "ch09 fusion on CUDA" "$(grep -m1 '^on CUDA: skipped' "$build/ch09.log" | sed 's/^on CUDA: //')"
+else
+  for row in "GELU chain|GELU, scale, shift, add" "scale-shift chain|scale, shift, add" "clone|x\.clone\(\)"; do
+    pattern=${row#*|}
+    printf '%-34s %s\n' "ch09 CUDA ${row%%|*}" "$(grep -m1 -E "^on CUDA: $pattern " "$build/ch09.log" | sed -E "s/^on CUDA: $pattern +//; s/ +/ /g" || true)"
+  done
+fi
+# bench_fusion (on the CPU): each chain eager and fused (generated C++) as multiples of the clone,
+# and a first call with an empty kernel cache.
+bf="$build/bench/bench_fusion.csv"
+if [ -f "$bf" ]; then
+  ms() { awk -F, -v name="\"$1/real_time\"" '$1 == name { print $3; found = 1; exit } END { if (!found) print "-" }' "$bf"; }
+  times() { awk -v a="$1" -v c="$(ms BM_Clone)" 'BEGIN { if (a == "-" || c == "-" || c == 0) print "-"; else printf "%.2fx", a / c }'; }
+  printf '%-34s %s\n' "bench_fusion x*g+b+x / clone" "fused $(times "$(ms BM_FusedScaleShift/1)"), eager $(times "$(ms BM_EagerScaleShift)") (clone $(fmt "$(ms BM_Clone)" 1) ms)"
+  printf '%-34s %s\n' "bench_fusion GELU chain / clone" "fused $(times "$(ms BM_FusedGeluChain/1)"), eager $(times "$(ms BM_EagerGeluChain)")"
+  printf '%-34s %s\n' "bench_fusion first call" "$(fmt "$(ms BM_FirstCall/iterations:3)" 0) ms (empty kernel cache)"
+else
+  printf '%-34s %s\n' "bench_fusion" "not run (no Google Benchmark here, or it failed: $build/bench/bench_fusion.log)"
+fi
 if [ -f "$mm" ]; then
   for dt in float32 tf32 float16 bfloat16; do
     printf '%-34s %s\n' "matmul 4096 cuda $dt TFLOP/s" "$(fmt "$(value "$mm" "\$1 == \"cuda\" && \$2 == \"$dt\" && \$3 == 4096" 4)" 1)"

@@ -3,16 +3,77 @@
 // than the program's: closed forms, long double), and the figure's CSV. What this CPU measured
 // is checked only for being consistent with itself (a rate is its FLOPs or bytes over its time,
 // a verdict follows from the numbers printed beside it), never against a bound on its speed.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <regex>
 
 #include "literate.h"
+#include "tiny/tiny.h"
 
 using namespace tiny::testing;
 
-TINY_GOLDEN_TEST(Ch09_Fusion)
+namespace {
+
+// Where there is a GPU, the fusion section prints three lines about CUDA (each chain, then the
+// copy) where the golden file has this machine's one line, "on CUDA: skipped (...)". A golden
+// file is compared line by line, so on such a machine the test puts these in that line's place.
+const std::string kGoldenCudaSkipped = "on CUDA: skipped ({{.+}})";
+const std::vector<std::string> kGoldenCudaLines = {
+    R"(on CUDA: GELU, scale, shift, add  eager{{ +[0-9]+\.[0-9][0-9]}} ms   compiled)"
+    R"({{ +[0-9]+\.[0-9][0-9]}} ms ({{[0-9]+\.[0-9]}}x)   first call {{[0-9]+\.[0-9][0-9]}} s)",
+    R"(on CUDA: scale, shift, add        eager{{ +[0-9]+\.[0-9][0-9]}} ms   compiled)"
+    R"({{ +[0-9]+\.[0-9][0-9]}} ms ({{[0-9]+\.[0-9]}}x)   first call {{[0-9]+\.[0-9][0-9]}} s)",
+    R"(on CUDA: x.clone()               {{ +[0-9]+\.[0-9][0-9]}} ms  ({{[0-9]+}} GB/s))",
+};
+
+// The golden file this machine's run is compared with: tests/golden/ch09_fusion.txt as it is,
+// or, with a GPU, a copy in the build folder with the CUDA lines in place of the skipped one.
+std::string golden_for_this_machine() {
+  const std::string path = golden_path(TINY_CHAPTER_NAME);
+  if (!tiny::cuda::available()) return path;
+  std::string text;
+  for (const std::string& line : split_lines(read_text(path))) {
+    if (line == kGoldenCudaSkipped)
+      for (const std::string& cuda : kGoldenCudaLines) text += cuda + "\n";
+    else
+      text += line + "\n";
+  }
+  const std::string gpu = std::string(TINY_BINARY_DIR) + "/ch09_fusion_golden_gpu.txt";
+  std::ofstream(gpu) << text;
+  return gpu;
+}
+
+}  // namespace
+
+TEST(Ch09_Fusion, RunsAndMatchesGoldenOutput) {
+  ASSERT_EQ(chapter_output().status, 0);
+  EXPECT_TRUE(matches_golden(chapter_output().out, golden_for_this_machine()));
+}
+
+// The GPU's golden lines, checked here on any machine: the golden file holds the one line they
+// replace, and they match what the program's formats print (the CUDA branch of fusion_section).
+TEST(Ch09_Fusion, GpuGoldenLinesFitTheProgramsFormats) {
+  const auto golden = split_lines(read_text(golden_path(TINY_CHAPTER_NAME)));
+  EXPECT_EQ(std::count(golden.begin(), golden.end(), kGoldenCudaSkipped), 1);
+  char line[3][200];
+  std::snprintf(line[0], sizeof line[0],
+                "on CUDA: %-24s eager %5.2f ms   compiled %5.2f ms (%.1fx)   first call %.2f s",
+                "GELU, scale, shift, add", 2.71, 0.35, 7.7, 1.23);
+  std::snprintf(line[1], sizeof line[1],
+                "on CUDA: %-24s eager %5.2f ms   compiled %5.2f ms (%.1fx)   first call %.2f s",
+                "scale, shift, add", 123.45, 12.5, 9.9, 0.05);
+  std::snprintf(line[2], sizeof line[2], "on CUDA: %-24s %5.2f ms  (%.0f GB/s)", "x.clone()",
+                0.03, 4473.9);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(std::regex_match(line[i], golden_line_regex(kGoldenCudaLines[i])))
+        << line[i] << "\n" << kGoldenCudaLines[i];
+  EXPECT_TRUE(std::regex_match("on CUDA: skipped (this build has no CUDA)",
+                               golden_line_regex(kGoldenCudaSkipped)));
+}
+
 TINY_LITERATE_TEST(Ch09_Fusion)
 
 namespace {
@@ -58,6 +119,165 @@ PrintedRoof cpu_roof() {
 }
 
 }  // namespace
+
+// The fusion section prints blank lines between its parts, and an output block (README line
+// `<!-- output: KEY -->`, tests/literate.h) ends at the first one. The README quotes the later
+// parts under `<!-- output lines: KEY -->` instead: each such block must be a run of consecutive
+// lines of the golden section whose heading contains KEY, read up to the next heading, blank
+// lines and all. (scripts/literate.py leaves these blocks alone; they quote lines that the
+// golden file holds exactly, so no run changes them.)
+TEST(Ch09_Fusion, ReadmeQuotesOutputLinesAsPrinted) {
+  const auto readme = split_lines(read_text(std::string(TINY_SOURCE_DIR) + "/chapters/" +
+                                            TINY_CHAPTER_NAME + "/README.md"));
+  const auto golden = split_lines(read_text(golden_path(TINY_CHAPTER_NAME)));
+  static const std::regex marker(R"(<!-- output lines: (.+) -->)");
+  int quoted = 0;
+  for (size_t i = 0; i < readme.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_match(readme[i], m, marker)) continue;
+    ASSERT_LT(i + 1, readme.size());
+    ASSERT_EQ(readme[i + 1].rfind("```", 0), 0u) << "README line " << i + 1 << ": no ``` block";
+    std::vector<std::string> block;
+    for (size_t k = i + 2; k < readme.size() && readme[k].rfind("```", 0) != 0; ++k)
+      block.push_back(readme[k]);
+    std::vector<std::string> section;
+    bool in = false;
+    for (const std::string& line : golden) {
+      if (line.rfind("== ", 0) == 0) {
+        if (in) break;
+        in = line.find(m[1].str()) != std::string::npos;
+      }
+      if (in) section.push_back(line);
+    }
+    ASSERT_FALSE(section.empty()) << "no golden section '" << m[1] << "'";
+    ASSERT_FALSE(block.empty()) << "README line " << i + 1 << ": an empty block";
+    bool found = false;
+    for (size_t start = 0; !found && start + block.size() <= section.size(); ++start) {
+      found = true;
+      for (size_t k = 0; found && k < block.size(); ++k) {
+        const std::string& e = section[start + k];
+        found = e.find("{{") == std::string::npos
+                    ? e == block[k]
+                    : std::regex_match(block[k], golden_line_regex(e));
+      }
+    }
+    std::string text;
+    for (const std::string& line : block) text += "\n  " + line;
+    EXPECT_TRUE(found) << "README line " << i + 1 << ": not consecutive lines of the output "
+                       << "section '" << m[1] << "':" << text;
+    ++quoted;
+  }
+  EXPECT_GT(quoted, 0);
+}
+
+// ---- section 1, fusion: what the chains must cost, counted here by hand ------------------------
+
+namespace {
+// fusion.py's arrays: x is 4096 x 4096 float32, g and b one row of 4096 each.
+constexpr double kElements = 4096.0 * 4096.0, kRow = 4096.0, kFloat32Bytes = 4;
+}  // namespace
+
+// Eagerly, every op reads each of its inputs and writes its result: for gelu(x) * g + b + x,
+//   gelu: x -> t1            2 arrays
+//   mul:  t1, g -> t2        2 arrays and a row
+//   add:  t2, b -> t3        2 arrays and a row
+//   add:  t3, x -> y         3 arrays
+// nine arrays and two rows; x * g + b + x is the same without gelu, seven. A fused kernel reads
+// x, g and b once and writes y: two arrays and two rows, as x.clone()'s two arrays.
+TEST(Ch09_Fusion, PassesOverMemoryCountedByHand) {
+  const double gelu_chain = 2 + 2 + 2 + 3, scale_shift = 2 + 2 + 3, fused = 1 + 1;
+  const double rows = 2 * kRow / kElements;  // g and b, in arrays
+  EXPECT_TRUE(chapter_prints("  GELU, scale, shift, add  eager " +
+                             printed("%.1f", gelu_chain + rows) + "   compiled " +
+                             printed("%.1f", fused + rows)));
+  EXPECT_TRUE(chapter_prints("  scale, shift, add        eager " +
+                             printed("%.1f", scale_shift + rows) + "   compiled " +
+                             printed("%.1f", fused + rows)));
+  EXPECT_TRUE(chapter_prints("  x.clone()                " + printed("%.1f", fused)));
+  EXPECT_EQ(printed("%.1f", gelu_chain + rows), "9.0");
+  EXPECT_EQ(printed("%.1f", scale_shift + rows), "7.0");
+  // The heading's "64 MiB each" is one array; the two rows are 32 KiB, under 0.1% of it.
+  EXPECT_EQ(kElements * kFloat32Bytes, 64.0 * 1024 * 1024);
+  EXPECT_LT(rows, 0.001);
+  EXPECT_TRUE(chapter_prints("memory traffic, in passes over x (64 MiB each; the rows of g and b "
+                             "add 0.1%):"));
+}
+
+// The fused kernels' FLOPs from the op table's counts per element (gelu, mul and add: one each,
+// the table's convention), every op run once per output element; their bytes: x, g and b read
+// once, y written once. GELU's chain: 4 FLOPs over 8 bytes an element, 0.500 FLOP/byte; the
+// scale-shift chain 3 over 8, 0.375 (both a hair less, for the rows).
+TEST(Ch09_Fusion, FusedKernelsCostFromTheOpTable) {
+  const double gelu = tiny::op_info("gelu").flops, mul = tiny::op_info("mul").flops,
+               add = tiny::op_info("add").flops;
+  const double bytes = kFloat32Bytes * (kElements + 2 * kRow + kElements);
+  const double gelu_flops = (gelu + mul + add + add) * kElements;
+  const double shift_flops = (mul + add + add) * kElements;
+  EXPECT_TRUE(chapter_prints("GELU, scale, shift, add, compiled: " + printed("%.3g", gelu_flops) +
+                             " FLOPs and " + printed("%.3g", bytes) + " bytes a call, " +
+                             printed("%.3f", gelu_flops / bytes) + " FLOP/byte"));
+  EXPECT_TRUE(chapter_prints("scale, shift, add, compiled: " + printed("%.3g", shift_flops) +
+                             " FLOPs and " + printed("%.3g", bytes) + " bytes a call, " +
+                             printed("%.3f", shift_flops / bytes) + " FLOP/byte"));
+  EXPECT_EQ(printed("%.3f", gelu_flops / bytes), "0.500");
+  EXPECT_EQ(printed("%.3f", shift_flops / bytes), "0.375");
+}
+
+// The counters after the scale-shift chain's calls: two shapes (1024 rows, 4096 rows) are two
+// compiles, the second a recompile, and every other call found its kernel.
+TEST(Ch09_Fusion, CompileCountersAddUp) {
+  const auto g = line_matching(
+      R"(scale, shift, add after ([0-9]+) calls \(1024 rows once, 4096 rows the rest\): )"
+      R"(compiles ([0-9]+), recompiles ([0-9]+), cache hits ([0-9]+))");
+  ASSERT_EQ(g.size(), 4u);
+  const int calls = std::stoi(g[0]), compiles = std::stoi(g[1]), recompiles = std::stoi(g[2]),
+            hits = std::stoi(g[3]);
+  EXPECT_EQ(compiles, 2);
+  EXPECT_EQ(recompiles, compiles - 1);
+  EXPECT_EQ(hits, calls - compiles);
+}
+
+// The timing lines agree with themselves: each speed-up is its eager time over its compiled time,
+// each "times the floor" a compiled time over the clone's, and the verdict follows from the two
+// (GELU's chain more than 1.5 times the scale-shift chain's: its arithmetic sets its time). No
+// time is compared with a bound.
+TEST(Ch09_Fusion, FusionTimingsAgreeWithThemselves) {
+  const std::string number = "([0-9]+\\.[0-9]+)";
+  std::vector<double> compiled;
+  for (const std::string name : {"GELU, scale, shift, add", "scale, shift, add"}) {
+    char head[32];
+    std::snprintf(head, sizeof head, "%-24s", name.c_str());
+    const auto g = line_matching(std::string(head) + " eager +" + number + " ms   compiled +" +
+                                 number + " ms \\(" + number + "x\\)   first call " + number +
+                                 " s   same result: True");
+    ASSERT_EQ(g.size(), 4u) << name;
+    const double eager = std::stod(g[0]), fused = std::stod(g[1]), speedup = std::stod(g[2]);
+    // Times printed to 0.05 ms, the ratio to 0.05.
+    const double slack = eager / fused * (0.05 / eager + 0.05 / fused) + 0.05 + 1e-9;
+    EXPECT_NEAR(speedup, eager / fused, slack) << name;
+    compiled.push_back(fused);
+  }
+  const auto clone = line_matching("one read \\+ one write +" + number +
+                                   " ms  \\(x\\.clone\\(\\), the floor for any one-pass kernel\\)");
+  ASSERT_EQ(clone.size(), 1u);
+  const double floor = std::stod(clone[0]);
+  const auto r = line_matching("the compiled scale-shift chain takes " + number +
+                               " times the floor, the compiled GELU chain " + number + " times:");
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(compiled.size(), 2u);
+  const double shift = std::stod(r[0]), gelu = std::stod(r[1]);
+  for (const auto& [printed_ratio, fused] : {std::pair{gelu, compiled[0]}, {shift, compiled[1]}})
+    EXPECT_NEAR(printed_ratio, fused / floor,
+                fused / floor * (0.05 / fused + 0.05 / floor) + 0.005 + 1e-9);
+  const bool arithmetic = chapter_prints(
+      "without passes to remove, GELU's arithmetic (an erf an element) sets its time");
+  const bool memory = chapter_prints("both are bound by their two passes over memory");
+  EXPECT_NE(arithmetic, memory);  // one verdict, not both
+  // Both ratios are printed to 0.005: away from the threshold the verdict must follow them.
+  if (std::abs(gelu - 1.5 * shift) > 0.02) {
+    EXPECT_EQ(arithmetic, gelu > 1.5 * shift);
+  }
+}
 
 // Section 3.6.2: ReLU on 1024 x 1024 bfloat16 numbers moves 4n bytes and does n FLOPs.
 TEST(Ch09_Fusion, ReluTakesTheTimeOfItsBytes) {
@@ -252,6 +472,20 @@ TEST(Ch09_Fusion, WritesTheFiguresData) {
   EXPECT_EQ(roofs[2].rfind("H200 SXM,989500000000000.0,4800000000000.0,", 0), 0u);
   EXPECT_EQ(roofs[3].rfind("A100 SXM 80GB,312000000000000.0,2039000000000.0,", 0), 0u);
   EXPECT_EQ(roofs[4].rfind("this CPU,", 0), 0u);
+
+  // Section 1's kernels: each chain eager (its ops' bytes, counted: 9 and 7 arrays and two rows)
+  // and compiled (2 arrays and two rows), and the clone; on a GPU two rows more, for CUDA.
+  EXPECT_NE(run.out.find("wrote " + dir + "/ch09_points_fusion.csv\n"), std::string::npos);
+  const auto fusion = split_lines(read_text(dir + "/ch09_points_fusion.csv"));
+  ASSERT_GE(fusion.size(), 6u);
+  EXPECT_EQ(fusion[0], "kernel,device,flops,bytes,seconds,intensity,flop_per_sec,bytes_per_sec");
+  // 2^24 elements: 4 x (9 x 2^24 + 2 x 4096) = 604012544 bytes; 4 x (7 x ...) = 469794816;
+  // 4 x (2 x 2^24 + 2 x 4096) = 134250496; the clone 2^27. FLOPs: 4 and 3 an element.
+  EXPECT_EQ(fusion[1].rfind("\"GELU, scale, shift, add, eager\",this CPU,67108864.0,604012544.0,", 0), 0u);
+  EXPECT_EQ(fusion[2].rfind("\"GELU, scale, shift, add, compiled\",this CPU,67108864.0,134250496.0,", 0), 0u);
+  EXPECT_EQ(fusion[3].rfind("\"scale, shift, add, eager\",this CPU,50331648.0,469794816.0,", 0), 0u);
+  EXPECT_EQ(fusion[4].rfind("\"scale, shift, add, compiled\",this CPU,50331648.0,134250496.0,", 0), 0u);
+  EXPECT_EQ(fusion[5].rfind("x.clone(),this CPU,0.0,134217728.0,", 0), 0u);
 
   const auto points = split_lines(read_text(dir + "/ch09_points_measured.csv"));
   ASSERT_EQ(points.size(), 7u);
