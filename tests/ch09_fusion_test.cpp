@@ -200,7 +200,7 @@ TEST(Ch09_Fusion, PassesOverMemoryCountedByHand) {
   EXPECT_EQ(kElements * kFloat32Bytes, 64.0 * 1024 * 1024);
   EXPECT_LT(rows, 0.001);
   EXPECT_TRUE(chapter_prints("memory traffic, in passes over x (64 MiB each; the rows of g and b "
-                             "add 0.1%):"));
+                             "add under 0.1%):"));
 }
 
 // The fused kernels' FLOPs from the op table's counts per element (gelu, mul and add: one each,
