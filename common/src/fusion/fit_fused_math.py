@@ -97,7 +97,7 @@ def fits():
     a = chebyshev_points(0.875, 4.0)
     R = mpvec(lambda v: mp.erfc(v) * mp.exp(v * v), a)
     w = mpvec(lambda v: mp.exp(-v * v) / mp.erf(v), a)
-    out.append(("erff R", "u", *fit_float(powers(a - 0.875, 9), R, w)))
+    out.append(("erff R", "u", *fit_float(powers(a - 0.875, 8), R, w)))
     # tanh, a < 0.875: tanh(a) = a + a^3 p(a^2).
     a = chebyshev_points(1e-4, 0.875)
     th = mpvec(mp.tanh, a)
