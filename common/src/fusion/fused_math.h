@@ -1,8 +1,12 @@
-// fused_math.h: the math functions generated C++ kernels call, as source text.
+// fused_math.h: the source text of the fused kernels' math functions.
 #pragma once
 
 namespace tiny::detail {
-/// Definitions of tiny_expf, tiny_erff, tiny_tanhf and tiny_logf (float32), pasted into every
-/// generated C++ kernel.
+
+// The contents of common/src/fusion/fused_math.inc: tiny_expf, tiny_erff, tiny_tanhf and
+// tiny_logf as plain, vectorisable C++ that includes nothing. The code generator pastes it,
+// inside a namespace, in front of a kernel that calls them. CMake embeds the file's text when it
+// configures (CMakeLists.txt), so the library needs no source tree at run time.
 const char* fused_math_source();
+
 }  // namespace tiny::detail

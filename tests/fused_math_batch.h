@@ -1,0 +1,38 @@
+// fused_math_batch.h: the fused kernels' math functions applied to an array, as a generated
+// kernel applies them. fused_math_test.cpp instantiates it with the test's own compiler flags,
+// fused_math_fma.cpp with AVX2 and fused multiply-adds, so that both codes are measured.
+#pragma once
+#include <cstddef>
+
+namespace tiny::testing::fused_math {
+
+enum class Fn { kExp, kErf, kTanh, kLog };
+
+using UnaryFn = float (*)(float);
+using Batch = void (*)(Fn, const float*, float*, size_t);
+
+// One loop per function, each of the shape `out[i] = f(in[i])` that the compiler vectorises.
+// Each includer passes its own copies of the functions, so the instantiations differ by name.
+template <UnaryFn Exp, UnaryFn Erf, UnaryFn Tanh, UnaryFn Log>
+void apply(Fn fn, const float* __restrict in, float* __restrict out, size_t n) {
+  switch (fn) {
+    case Fn::kExp:
+      for (size_t i = 0; i < n; ++i) out[i] = Exp(in[i]);
+      break;
+    case Fn::kErf:
+      for (size_t i = 0; i < n; ++i) out[i] = Erf(in[i]);
+      break;
+    case Fn::kTanh:
+      for (size_t i = 0; i < n; ++i) out[i] = Tanh(in[i]);
+      break;
+    case Fn::kLog:
+      for (size_t i = 0; i < n; ++i) out[i] = Log(in[i]);
+      break;
+  }
+}
+
+// fused_math_fma.cpp's batch, built on x86-64 only (TINY_FUSED_MATH_FMA); call it only where the
+// CPU has AVX2 and FMA.
+extern const Batch kFmaBatch;
+
+}  // namespace tiny::testing::fused_math

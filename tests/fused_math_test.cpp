@@ -1,0 +1,335 @@
+// The fused kernels' math functions (common/src/fusion/fused_math.inc): their error in ulps
+// against the long double functions over millions of float32 values spread across the whole
+// range, their special values exactly, and the copy of the file's text that the library embeds
+// for the code generator.
+//
+// Each function is measured as two codes: compiled with this test's flags, and, on an x86-64
+// CPU with AVX2 and FMA, as fused_math_fma.cpp compiles it (AVX2 vectors and fused
+// multiply-adds, as a generated kernel gets them from -march=native). Both run through
+// vectorised loops (fused_math_batch.h).
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fused_math_batch.h"
+#include "fusion/fused_math.h"
+#include "test_util.h"
+
+namespace tiny::testing::fused_math {
+namespace plain {
+#include "fusion/fused_math.inc"
+}  // namespace plain
+
+namespace {
+
+float from_bits(uint32_t u) { return __builtin_bit_cast(float, u); }
+uint32_t to_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
+
+struct Build {
+  std::string name;
+  Batch batch;
+};
+
+std::vector<Build> builds() {
+  std::vector<Build> out{
+      {"test flags",
+       &apply<plain::tiny_expf, plain::tiny_erff, plain::tiny_tanhf, plain::tiny_logf>}};
+#ifdef TINY_FUSED_MATH_FMA
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    out.push_back({"avx2+fma", kFmaBatch});
+#endif
+  return out;
+}
+
+std::vector<float> run(const Build& build, Fn fn, const std::vector<float>& in) {
+  std::vector<float> out(in.size());
+  build.batch(fn, in.data(), out.data(), in.size());
+  return out;
+}
+
+// What the test knows of one function: its long double reference, the interval where the
+// reference is used (outside it the result is exact and given by `outside`), and the largest
+// error allowed, in ulps, for results in the normal range.
+struct Spec {
+  Fn fn;
+  const char* name;
+  long double (*reference)(long double);
+  float lo, hi;
+  float (*outside)(float);
+  double max_ulp;
+};
+
+const Spec kExp{Fn::kExp, "tiny_expf", [](long double x) { return expl(x); },
+                -104.0f,  89.0f,       [](float x) { return x < 0 ? 0.0f : INFINITY; },
+                1.0};
+const Spec kErf{Fn::kErf, "tiny_erff", [](long double x) { return erfl(x); },
+                -10.0f,   10.0f,       [](float x) { return std::copysign(1.0f, x); },
+                2.0};
+const Spec kTanh{Fn::kTanh, "tiny_tanhf", [](long double x) { return tanhl(x); },
+                 -10.0f,    10.0f,        [](float x) { return std::copysign(1.0f, x); },
+                 2.0};
+// log: every positive finite float, subnormals included, against logl; the rest is special.
+const Spec kLog{Fn::kLog,
+                "tiny_logf",
+                [](long double x) { return logl(x); },
+                0x1p-149f,
+                FLT_MAX,
+                [](float x) { return x == 0 ? -INFINITY : x == INFINITY ? INFINITY : NAN; },
+                1.0};
+
+// The value of the last place of the float nearest r (in the binade of |r|; 2^-149 among the
+// subnormals).
+long double ulp_of(long double r) {
+  r = fabsl(r);
+  if (r < 0x1p-126L) return 0x1p-149L;
+  int e;
+  frexpl(r, &e);  // r = m 2^e with 0.5 <= m < 1
+  return ldexpl(1.0L, e - 24);
+}
+
+// Every 1021st float32 bit pattern from a seeded offset (2^22 values over the whole range, NaNs
+// included, a different set each run), and every float within 2^12 places of the given points.
+std::vector<float> samples(uint64_t seed, std::initializer_list<float> points) {
+  std::vector<float> xs;
+  xs.reserve((1u << 22) + 2 * 8193 * points.size());
+  for (uint64_t u = seed % 1021; u < (1ull << 32); u += 1021) xs.push_back(from_bits(uint32_t(u)));
+  for (float p : points)
+    for (int sign = 0; sign < 2; ++sign)
+      for (int64_t k = -4096; k <= 4096; ++k) {
+        const int64_t u = int64_t(to_bits(p)) + k;
+        if (u >= 0 && u < (int64_t(1) << 31))
+          xs.push_back(from_bits(uint32_t(u) | uint32_t(sign) << 31));
+      }
+  return xs;
+}
+
+// Compares each build of `spec` with the reference on `xs`: within `max_ulp` for normal
+// results, within one unit of 2^-149 for subnormal ones, exact outside the reference's interval
+// and for NaN arguments. The reference is computed once per value for all builds.
+void check_accuracy(const Spec& spec, const std::vector<float>& xs) {
+  struct Result {
+    Build build;
+    std::vector<float> ys;
+    double worst = 0, worst_subnormal = 0;
+    float worst_x = 0, worst_subnormal_x = 0;
+    int failures = 0;
+  };
+  std::vector<Result> results;
+  for (const Build& build : builds()) results.push_back({build, run(build, spec.fn, xs)});
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float x = xs[i];
+    const bool in_range = x >= spec.lo && x <= spec.hi;  // false for a NaN
+    const long double ref = in_range ? spec.reference(x) : 0;
+    for (Result& r : results) {
+      const float y = r.ys[i];
+      auto fail = [&](const std::string& want) {
+        if (++r.failures <= 10)
+          ADD_FAILURE() << spec.name << "(" << strprintf("%a", double(x))
+                        << ") = " << strprintf("%a", double(y)) << ", want " << want << " ("
+                        << r.build.name << ")";
+      };
+      if (std::isnan(x)) {
+        if (!std::isnan(y)) fail("NaN");
+      } else if (!in_range) {
+        const float want = spec.outside(x);
+        if (std::isnan(want) ? !std::isnan(y) : to_bits(y) != to_bits(want))
+          fail(strprintf("%a", double(want)));
+      } else if (std::isinf(float(ref))) {  // overflows when rounded to float
+        if (y != float(ref)) fail(strprintf("%a", double(float(ref))));
+      } else {
+        const double err = double(fabsl(y - ref) / ulp_of(ref));
+        if (!(err <= 1e30)) fail(strprintf("%La", ref));  // an infinity or NaN
+        if (fabsl(ref) < 0x1p-126L) {
+          if (err > r.worst_subnormal) {
+            r.worst_subnormal = err;
+            r.worst_subnormal_x = x;
+          }
+        } else if (err > r.worst) {
+          r.worst = err;
+          r.worst_x = x;
+        }
+      }
+    }
+  }
+  for (const Result& r : results) {
+    std::printf("%-10s %-10s max %.3f ulp at %a; subnormal results %.3f ulp at %a (%zu values)\n",
+                spec.name, r.build.name.c_str(), r.worst, double(r.worst_x), r.worst_subnormal,
+                double(r.worst_subnormal_x), xs.size());
+    EXPECT_LE(r.worst, spec.max_ulp)
+        << spec.name << " at " << strprintf("%a", double(r.worst_x)) << " (" << r.build.name << ")";
+    EXPECT_LE(r.worst_subnormal, 1.0)
+        << spec.name << " at " << strprintf("%a", double(r.worst_subnormal_x)) << " ("
+        << r.build.name << ")";
+  }
+}
+
+TEST(Ch09_FusedMath, ExpIsWithinOneUlp) {
+  TINY_SEEDED(rng);
+  // The overflow and underflow thresholds, the smallest normal result, and the switch of n.
+  check_accuracy(kExp, samples(rng(), {88.72284f, -87.33655f, -103.97208f, 0.3466f, 1e-7f}));
+}
+
+TEST(Ch09_FusedMath, ErfIsWithinTwoUlps) {
+  TINY_SEEDED(rng);
+  // The two formulas' boundary, the clamp, where erf rounds to 1, and the smallest values.
+  check_accuracy(kErf, samples(rng(), {0.875f, 4.0f, 3.9192059f, 1e-30f, 0x1p-126f}));
+}
+
+TEST(Ch09_FusedMath, TanhIsWithinTwoUlps) {
+  TINY_SEEDED(rng);
+  check_accuracy(kTanh, samples(rng(), {0.875f, 9.1f, 9.010913f, 1e-20f, 0x1p-126f}));
+}
+
+TEST(Ch09_FusedMath, LogIsWithinOneUlp) {
+  TINY_SEEDED(rng);
+  // 1 (where log is f itself), the edges of the mantissa's interval, the subnormals' start.
+  check_accuracy(kLog, samples(rng(), {1.0f, 0.70710677f, 1.4142135f, 0x1p-126f, 2.0f}));
+}
+
+// Small arguments: erf(x) = 1.128 x and tanh(x) = x to full relative precision, down to the
+// subnormals, so an absolute error bound alone would not do.
+TEST(Ch09_FusedMath, SmallArgumentsKeepTheirRelativeAccuracy) {
+  std::vector<float> xs;
+  for (int e = -149; e <= -1; ++e) xs.push_back(std::ldexp(1.37f, e));
+  for (const Build& build : builds()) {
+    SCOPED_TRACE(build.name);
+    const std::vector<float> erf = run(build, Fn::kErf, xs), tanh = run(build, Fn::kTanh, xs);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const long double x = xs[i];
+      EXPECT_LE(fabsl(erf[i] - erfl(x)), 2 * ulp_of(erfl(x))) << strprintf("erf(%a)", xs[i]);
+      EXPECT_LE(fabsl(tanh[i] - tanhl(x)), 2 * ulp_of(tanhl(x))) << strprintf("tanh(%a)", xs[i]);
+    }
+  }
+}
+
+// (argument, result) pairs that must come out exactly, bit for bit (any NaN for a NaN).
+void check_exact(Fn fn, const char* name, const std::vector<std::pair<float, float>>& cases) {
+  std::vector<float> xs;
+  for (const auto& c : cases) xs.push_back(c.first);
+  for (const Build& build : builds()) {
+    const std::vector<float> ys = run(build, fn, xs);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const float want = cases[i].second;
+      const bool ok = std::isnan(want) ? std::isnan(ys[i]) : to_bits(ys[i]) == to_bits(want);
+      EXPECT_TRUE(ok) << name << "(" << strprintf("%a", double(xs[i]))
+                      << ") = " << strprintf("%a", double(ys[i])) << ", want "
+                      << strprintf("%a", double(want)) << " (" << build.name << ")";
+    }
+  }
+}
+
+const float kNaN = NAN, kInf = INFINITY;
+const float kNegNaN = from_bits(0xffc00000u), kSignalingNaN = from_bits(0x7f800001u);
+
+TEST(Ch09_FusedMath, ExpSpecialValues) {
+  check_exact(Fn::kExp, "tiny_expf",
+              {{kNaN, kNaN},
+               {kNegNaN, kNaN},
+               {kSignalingNaN, kNaN},
+               {kInf, kInf},
+               {-kInf, 0.0f},
+               {0.0f, 1.0f},
+               {-0.0f, 1.0f},
+               {1000.0f, kInf},
+               {-1000.0f, 0.0f},
+               {FLT_MAX, kInf},
+               {-FLT_MAX, 0.0f},
+               // 0x1.62e42ep+6 is the largest argument with a finite result, e^x = 0x1.ffff08p+127
+               {0x1.62e42ep+6f, 0x1.ffff08p+127f},
+               {0x1.62e430p+6f, kInf},
+               // the smallest subnormal result, 2^-149, and the first argument that gives 0
+               {-103.9f, 0x1p-149f},
+               {-103.973f, 0.0f},
+               {-104.0f, 0.0f}});
+}
+
+TEST(Ch09_FusedMath, ErfSpecialValues) {
+  check_exact(Fn::kErf, "tiny_erff",
+              {{kNaN, kNaN},
+               {kNegNaN, kNaN},
+               {kSignalingNaN, kNaN},
+               {kInf, 1.0f},
+               {-kInf, -1.0f},
+               {0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {4.0f, 1.0f},
+               {-4.0f, -1.0f},
+               {3.95f, 1.0f},
+               {FLT_MAX, 1.0f},
+               {-FLT_MAX, -1.0f},
+               {0x1p-149f, 0x1p-149f},
+               {-0x1p-149f, -0x1p-149f}});
+}
+
+TEST(Ch09_FusedMath, TanhSpecialValues) {
+  check_exact(Fn::kTanh, "tiny_tanhf",
+              {{kNaN, kNaN},
+               {kNegNaN, kNaN},
+               {kSignalingNaN, kNaN},
+               {kInf, 1.0f},
+               {-kInf, -1.0f},
+               {0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {9.02f, 1.0f},
+               {-9.1f, -1.0f},
+               {20.0f, 1.0f},
+               {FLT_MAX, 1.0f},
+               {-FLT_MAX, -1.0f},
+               {0x1p-149f, 0x1p-149f},
+               {-1e-30f, -1e-30f}});
+}
+
+TEST(Ch09_FusedMath, LogSpecialValues) {
+  check_exact(Fn::kLog, "tiny_logf",
+              {{kNaN, kNaN},
+               {kNegNaN, kNaN},
+               {kSignalingNaN, kNaN},
+               {kInf, kInf},
+               {-kInf, kNaN},
+               {0.0f, -kInf},
+               {-0.0f, -kInf},
+               {-1.0f, kNaN},
+               {-0x1p-149f, kNaN},
+               {-FLT_MAX, kNaN},
+               {1.0f, 0.0f},
+               {2.0f, 0x1.62e43p-1f},
+               {0x1p-149f, -0x1.9d1da0p+6f},
+               {FLT_MAX, 0x1.62e430p+6f}});
+}
+
+// A NaN, whatever its sign and payload, comes out a NaN: the bits of a NaN pass through the
+// integer arithmetic of the range reductions, which must not turn them into a number. Every
+// third payload of either sign (the step being odd, the low bits take every value).
+TEST(Ch09_FusedMath, EveryNaNGivesNaN) {
+  std::vector<float> xs;
+  xs.reserve(size_t(1) << 23);
+  for (uint32_t payload = 1; payload < (1u << 23); payload += 3)
+    for (uint32_t sign : {0u, 0x80000000u}) xs.push_back(from_bits(sign | 0x7f800000u | payload));
+  for (const Build& build : builds())
+    for (const Spec* spec : {&kExp, &kErf, &kTanh, &kLog}) {
+      const std::vector<float> ys = run(build, spec->fn, xs);
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < ys.size(); ++i)
+        if (!std::isnan(ys[i]) && bad++ == 0) first = i;
+      EXPECT_EQ(bad, 0u) << spec->name << " (" << build.name
+                         << "): " << strprintf("%08x", to_bits(xs[first])) << " gives "
+                         << strprintf("%a", double(ys[first]));
+    }
+}
+
+// The library hands the code generator the text of the very file this test compiles.
+TEST(Ch09_FusedMath, TheLibraryEmbedsTheFileThisTestCompiles) {
+  const std::string file = read_bytes(TINY_SOURCE_DIR "/common/src/fusion/fused_math.inc");
+  ASSERT_FALSE(file.empty());
+  const std::string embedded = tiny::detail::fused_math_source();
+  EXPECT_EQ(embedded, file) << "rerun cmake: the build embeds fused_math.inc when it configures";
+  for (const char* name : {"tiny_expf", "tiny_erff", "tiny_tanhf", "tiny_logf"})
+    EXPECT_NE(embedded.find(std::string("inline float ") + name + "(float x)"), std::string::npos)
+        << name;
+  EXPECT_EQ(embedded.find("#include"), std::string::npos) << "the text must need no headers";
+}
+
+}  // namespace
+}  // namespace tiny::testing::fused_math
