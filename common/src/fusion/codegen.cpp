@@ -102,6 +102,16 @@ Loop make_loop(const Graph& g) {
 
 namespace {
 
+// Input value `id`'s element at loop indices i0, i1, ...: "in3[i0 * 4096 + i1 * 1]".
+std::string input_element(const Loop& loop, size_t id) {
+  std::string index;
+  for (size_t d = 0; d < loop.sizes.size(); ++d)
+    if (loop.strides[id][d] != 0)
+      index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " +
+               std::to_string(loop.strides[id][d]);
+  return "in" + std::to_string(id) + "[" + (index.empty() ? "0" : index) + "]";
+}
+
 // The variable holding value `id`. (Built with +=: GCC 12 warns, wrongly, about "v" + string.)
 std::string variable(int id) {
   std::string v = "v";
@@ -286,13 +296,7 @@ inline void stream_fence() {}
   if (streamed) s << indent << "const long long " << inner << " = start + j;\n";
   auto load = [&](size_t id) {
     const Value& v = g.values[id];
-    std::string index;
-    for (int d = 0; d < rank; ++d)
-      if (loop.strides[id][d] != 0)
-        index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " +
-                 std::to_string(loop.strides[id][d]);
-    if (index.empty()) index = "0";
-    const std::string at = "in" + std::to_string(id) + "[" + index + "]";
+    const std::string at = input_element(loop, id);
     if (v.dtype == kFloat16) return "load(&" + at + ", false)";
     if (v.dtype == kBFloat16) return "load(&" + at + ", true)";
     return std::string(math_type(v.dtype)) + "(" + at + ")";
@@ -366,13 +370,7 @@ std::string cuda_source(const Graph& g, const std::vector<Tensor>& args,
   }
   auto load = [&](size_t id) {
     const Value& v = g.values[id];
-    std::string index;
-    for (int d = 0; d < rank; ++d)
-      if (loop.strides[id][d] != 0)
-        index += (index.empty() ? "" : " + ") + std::string("i") + std::to_string(d) + " * " +
-                 std::to_string(loop.strides[id][d]);
-    if (index.empty()) index = "0";
-    const std::string at = "in" + std::to_string(id) + "[" + index + "]";
+    const std::string at = input_element(loop, id);
     if (v.dtype == kFloat16) return "load_half(" + at + ")";
     if (v.dtype == kBFloat16) return "load_bf16(" + at + ")";
     return std::string(math_type(v.dtype)) + "(" + at + ")";
