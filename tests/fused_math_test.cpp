@@ -206,8 +206,8 @@ TEST(Ch09_FusedMath, SmallArgumentsKeepTheirRelativeAccuracy) {
 
 // (argument, result) pairs that must come out exactly, bit for bit (any NaN for a NaN).
 void check_exact(Fn fn, const char* name, const std::vector<std::pair<float, float>>& cases) {
-  std::vector<float> xs;
-  for (const auto& c : cases) xs.push_back(c.first);
+  std::vector<float> xs(cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) xs[i] = cases[i].first;
   for (const Build& build : builds()) {
     const std::vector<float> ys = run(build, fn, xs);
     for (size_t i = 0; i < cases.size(); ++i) {
