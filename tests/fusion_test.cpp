@@ -358,7 +358,7 @@ TEST_F(Fusion, GeneratedCudaCompilesWithNvrtc) {
     const detail::fusion::BackwardGraph bg = detail::fusion::backward_graph(tracer, g, needs, reason);
     for (const auto* graph : {&g, &bg.graph}) {
       if (graph->values.empty()) continue;  // a backward that could not be captured
-      const std::string src = detail::fusion::cuda_source(*graph, in, "tiny_fused_kernel");
+      const std::string src = detail::fusion::cuda_source(*graph, "tiny_fused_kernel");
       SCOPED_TRACE(src);
       const std::string ptx = detail::jit::nvrtc_compile(src, "fused.cu", 90);
       EXPECT_NE(ptx.find(".entry tiny_fused_kernel"), std::string::npos);

@@ -180,8 +180,7 @@ std::string graph_comment(const Graph& g) {
 
 }  // namespace
 
-std::string cpp_source(const Graph& g, const std::vector<Tensor>& args, const std::string& name) {
-  (void)args;  // the layouts are the graph's; the arguments only say which signature it is
+std::string cpp_source(const Graph& g, const std::string& name) {
   const Loop loop = make_loop(g);
   const int rank = static_cast<int>(loop.sizes.size());
   std::ostringstream s;
@@ -329,9 +328,7 @@ inline void stream_fence() {}
   return s.str();
 }
 
-std::string cuda_source(const Graph& g, const std::vector<Tensor>& args,
-                        const std::string& name) {
-  (void)args;
+std::string cuda_source(const Graph& g, const std::string& name) {
   const Loop loop = make_loop(g);
   const int rank = static_cast<int>(loop.sizes.size());
   std::ostringstream s;

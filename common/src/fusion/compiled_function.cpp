@@ -78,8 +78,6 @@ void run_graph(Kernel::Kind kind, const Graph& g, const std::optional<KernelCost
   std::vector<char*> data;
   for (const Tensor& t : args) data.push_back(static_cast<char*>(t.data_ptr()));
   for (const Tensor& t : outputs) data.push_back(static_cast<char*>(t.data_ptr()));
-  double elements = 1;
-  for (int64_t s : g.shape) elements *= static_cast<double>(s);
   if (cost) count_op_cost(cost->flops, cost->bytes);  // one op, for every live CostCounter
   if (kind == Kernel::Kind::Cpp) {
     cpp.entry(data.data());
@@ -87,6 +85,8 @@ void run_graph(Kernel::Kind kind, const Graph& g, const std::optional<KernelCost
     detail::fusion::interpret(g, args, outputs);
   } else {
     // The kernel takes its pointers as one struct by value; a grid-stride loop covers the rest.
+    double elements = 1;
+    for (int64_t n : g.shape) elements *= static_cast<double>(n);
     const double blocks = std::min(std::ceil(elements / kCudaBlock), 65535.0 * 8);
     void* arg = data.data();
     detail::jit::launch(cuda, static_cast<unsigned>(std::max(1.0, blocks)), kCudaBlock, &arg);
@@ -156,12 +156,12 @@ void CompiledFunction::State::compile_graph(Kernel& k, Device device) {
   if (device.is_cuda()) {
     const int arch = detail::jit::current_device_arch();
     k.kind = Kernel::Kind::Cuda;
-    k.source = detail::fusion::cuda_source(k.graph, {}, "tiny_fused_kernel");
+    k.source = detail::fusion::cuda_source(k.graph, "tiny_fused_kernel");
     k.cuda = detail::jit::load_kernel(
         detail::jit::nvrtc_compile(k.source, "tiny_fused_kernel.cu", arch), "tiny_fused_kernel");
     if (k.records) {
       k.backward_source =
-          detail::fusion::cuda_source(k.backward.graph, {}, "tiny_fused_backward");
+          detail::fusion::cuda_source(k.backward.graph, "tiny_fused_backward");
       k.backward_cuda = detail::jit::load_kernel(
           detail::jit::nvrtc_compile(k.backward_source, "tiny_fused_backward.cu", arch),
           "tiny_fused_backward");
@@ -181,11 +181,11 @@ void CompiledFunction::State::compile_graph(Kernel& k, Device device) {
     return;
   }
   k.kind = Kernel::Kind::Cpp;
-  k.source = detail::fusion::cpp_source(k.graph, {}, "tiny_fused_kernel");
+  k.source = detail::fusion::cpp_source(k.graph, "tiny_fused_kernel");
   k.cpp = detail::fusion::load_cpp_kernel(k.source, "tiny_fused_kernel");
   stats.disk_cache_hits += k.cpp.from_disk_cache;
   if (k.records) {
-    k.backward_source = detail::fusion::cpp_source(k.backward.graph, {}, "tiny_fused_backward");
+    k.backward_source = detail::fusion::cpp_source(k.backward.graph, "tiny_fused_backward");
     k.backward_cpp = detail::fusion::load_cpp_kernel(k.backward_source, "tiny_fused_backward");
     stats.disk_cache_hits += k.backward_cpp.from_disk_cache;
   }

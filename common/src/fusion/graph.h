@@ -138,14 +138,13 @@ struct Loop {
 };
 Loop make_loop(const Graph& graph);
 
-/// The C++ source of a kernel for `graph` and arguments laid out as `args`, with the entry
-/// point `extern "C" void <name>(char* const* data)`: data[k] is argument k's data_ptr(), then
-/// one pointer per output.
-std::string cpp_source(const Graph& graph, const std::vector<Tensor>& args, const std::string& name);
+/// The C++ source of a kernel for `graph` (whose input values carry the layouts the kernel is
+/// specialised to), with the entry point `extern "C" void <name>(char* const* data)`: data[k] is
+/// argument k's data_ptr(), then one pointer per output.
+std::string cpp_source(const Graph& graph, const std::string& name);
 /// The CUDA source of the same kernel: `extern "C" __global__ void <name>(Pointers p)`, one
 /// thread per output element.
-std::string cuda_source(const Graph& graph, const std::vector<Tensor>& args,
-                        const std::string& name);
+std::string cuda_source(const Graph& graph, const std::string& name);
 
 /// Runs `graph` without generated code, a tile of output elements at a time (one pass over
 /// memory). `outputs` are allocated by the caller.
