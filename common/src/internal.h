@@ -1,6 +1,7 @@
 // internal.h: machinery shared by the library's source files, not part of the public API.
 //
-// - the strided loop every elementwise kernel is built on (for_each_row, and its GPU form),
+// - the strided loop every elementwise kernel is built on (for_each_row, its form split across
+//   threads, parallel_for_each_row, and its GPU form),
 // - element conversion between dtypes,
 // - how a BLAS reads a strided matrix.
 // Where an op runs is decided by the dispatcher (dispatch.h) and the backend table (backend.h).
@@ -13,6 +14,7 @@
 #include <string>
 #include <type_traits>
 
+#include "parallel.h"
 #include "tiny/tensor.h"
 
 namespace tiny::detail {
@@ -165,6 +167,115 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strid
       counter[d] = 0;
     }
   }
+}
+
+/// True when no two indices of `shape` reach the same element through `strides`: sorted by
+/// stride, each dimension's stride exceeds the farthest the smaller ones reach. A tensor that
+/// fails it (an expanded one, or an odd as_strided view) is written on one thread, in order.
+inline bool writes_each_location_once(const Shape& shape, const Strides& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of dimensions longer than 1
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] > 1) dims.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], shape[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;  // the largest offset the dimensions so far can add up to
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return false;
+    reach += stride * (size - 1);
+  }
+  return true;
+}
+
+/// for_each_row, split across the CPU threads (parallel.h) when the loop has more than `grain`
+/// elements. Operand 0 is the one written; the split never gives one element to two threads:
+/// - a single row is cut into runs of whole 64-element blocks (cut points a multiple of 64 from
+///   the row's start, so a vectorised row loop sees the same alignment either way);
+/// - rows are handed out in the same blocks, a chunk beginning and ending at a block boundary;
+/// - tiled matrices (an operand read across its rows) are handed out in bands of 128 rows,
+///   each band walked tile by tile as for_each_row walks it.
+/// Which thread runs a row does not change what the row computes, so results do not depend on
+/// the number of threads. An operand 0 whose layout writes some element twice (writes_each_
+/// location_once) runs serially, in for_each_row's order.
+template <size_t N, typename Row>
+void parallel_for_each_row(const Shape& shape, const std::array<const Strides*, N>& strides,
+                           Row&& row, int64_t grain = kGrainSize) {
+  int64_t numel = 1;
+  for (int64_t s : shape) numel *= s;
+  if (numel <= grain || get_num_threads() == 1 || in_parallel_region() ||
+      !writes_each_location_once(shape, *strides[0])) {
+    for_each_row<N>(shape, strides, row);
+    return;
+  }
+  const CoalescedLoop<N> loop = coalesce<N>(shape, strides);
+  const auto& sizes = loop.sizes;
+  const auto& st = loop.steps;
+  constexpr int64_t kBlock = 64;
+  const size_t nd = sizes.size();
+  const int64_t inner = sizes[nd - 1];
+  const std::array<int64_t, N> inner_steps = st[nd - 1];
+  // Operand offsets at the start of row r of the dimensions before the last (r row-major).
+  auto row_start = [&](int64_t r) {
+    std::array<int64_t, N> off{};
+    for (size_t d = nd - 1; d-- > 0;) {
+      const int64_t i = r % sizes[d];
+      r /= sizes[d];
+      for (size_t k = 0; k < N; ++k) off[k] += i * st[d][k];
+    }
+    return off;
+  };
+  if (nd == 1) {
+    const int64_t blocks = (inner + kBlock - 1) / kBlock;
+    parallel_for(0, blocks, grain / kBlock, [&](int64_t b, int64_t e) {
+      const int64_t i0 = b * kBlock, i1 = std::min(inner, e * kBlock);
+      std::array<int64_t, N> off;
+      for (size_t k = 0; k < N; ++k) off[k] = i0 * inner_steps[k];
+      row(i1 - i0, off, inner_steps);
+    });
+    return;
+  }
+  const int64_t rows = sizes[nd - 2];
+  const std::array<int64_t, N> row_steps = st[nd - 2];
+  bool crosses = false;
+  for (size_t k = 0; k < N; ++k) crosses |= inner_steps[k] != 1 && row_steps[k] == 1;
+  if (crosses) {
+    constexpr int64_t kTile = 128;  // for_each_row's tile
+    const int64_t bands = (rows + kTile - 1) / kTile;
+    const int64_t matrices = numel / (rows * inner);
+    parallel_for(0, matrices * bands, std::max<int64_t>(1, grain / (kTile * inner)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t u = b; u < e; ++u) {
+                     const std::array<int64_t, N> base = row_start(u / bands * rows);
+                     const int64_t i0 = u % bands * kTile, i1 = std::min(rows, i0 + kTile);
+                     for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
+                       const int64_t n = std::min(kTile, inner - j0);
+                       for (int64_t i = i0; i < i1; ++i) {
+                         std::array<int64_t, N> off;
+                         for (size_t k = 0; k < N; ++k)
+                           off[k] = base[k] + i * row_steps[k] + j0 * inner_steps[k];
+                         row(n, off, inner_steps);
+                       }
+                     }
+                   }
+                 });
+    return;
+  }
+  // Blocks of up to 64 elements, row by row: block u is row u / per_row, from column
+  // (u % per_row) * 64.
+  const int64_t per_row = (inner + kBlock - 1) / kBlock;
+  const int64_t all_rows = numel / inner;
+  const int64_t block_grain = std::max<int64_t>(1, grain / std::min(inner, kBlock));
+  parallel_for(0, all_rows * per_row, block_grain, [&](int64_t b, int64_t e) {
+    int64_t r = b / per_row, j0 = b % per_row * kBlock;
+    const int64_t r_end = e / per_row, j_end = e % per_row * kBlock;  // stop before (r_end, j_end)
+    std::array<int64_t, N> start = row_start(r);
+    while (r < r_end || (r == r_end && j0 < j_end)) {
+      const int64_t j1 = r < r_end ? inner : j_end;
+      std::array<int64_t, N> off;
+      for (size_t k = 0; k < N; ++k) off[k] = start[k] + j0 * inner_steps[k];
+      row(j1 - j0, off, inner_steps);
+      j0 = 0;
+      if (++r <= r_end && r < all_rows) start = row_start(r);
+    }
+  });
 }
 
 /// How a BLAS can read a row-major `rows` x `cols` matrix whose element (i, j) is at

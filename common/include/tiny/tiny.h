@@ -21,6 +21,7 @@
 #include "tiny/ops.h"
 #include "tiny/op_table.h"
 #include "tiny/optim.h"
+#include "tiny/parallel.h"
 #include "tiny/progress.h"
 #include "tiny/amp.h"
 #include "tiny/quantize.h"

@@ -45,7 +45,7 @@ void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Te
     const bool* pc = condition.data<bool>();
     const T* px = a.data<T>();
     const T* py = b.data<T>();
-    for_each_row<4>(
+    parallel_for_each_row<4>(
         shape, {&out.strides(), &sc, &sa, &sb}, [&](int64_t n, const auto& off, const auto& st) {
           for (int64_t i = 0; i < n; ++i)
             po[off[0] + i * st[0]] =

@@ -2,7 +2,8 @@
 //
 // The conversions between float32 and the 16-bit floats are the hot loops of mixed precision, so
 // contiguous rows of them get loops the compiler vectorises (F16C instructions where the
-// processor has them, picked at run time); a transposed copy goes tile by tile.
+// processor has them, picked at run time); a transposed copy goes tile by tile. Large copies are
+// split across the CPU threads (parallel.h), each writing its own part of the destination.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -88,15 +89,24 @@ void copy(const Tensor& dst, const Tensor& src) {
         const int64_t rows = loop.sizes[0], cols = loop.sizes[1];
         const int64_t drow = loop.steps[0][0], scol = loop.steps[1][1];
         constexpr int64_t kTile = 8;
-        for (int64_t i0 = 0; i0 < rows; i0 += kTile)
-          for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-            const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
-            for (int64_t j = j0; j < j1; ++j)
-              for (int64_t i = i0; i < i1; ++i) d[i * drow + j] = convert<D>(s[i + j * scol]);
-          }
+        // Threads take bands of whole tile rows, so each writes its own rows of dst; a dst that
+        // would be written twice (writes_each_location_once) is copied on one thread.
+        const int64_t bands = (rows + kTile - 1) / kTile;
+        const int64_t grain = writes_each_location_once(dst.shape(), dst.strides())
+                                  ? std::max<int64_t>(1, kGrainSize / (kTile * cols))
+                                  : bands;
+        parallel_for(0, bands, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i0 = b * kTile; i0 < std::min(rows, e * kTile); i0 += kTile)
+            for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+              const int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+              for (int64_t j = j0; j < j1; ++j)
+                for (int64_t i = i0; i < i1; ++i) d[i * drow + j] = convert<D>(s[i + j * scol]);
+            }
+        });
         return;
       }
-      for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
+      // Everything else row by row, split across threads (parallel_for_each_row).
+      parallel_for_each_row<2>(dst.shape(), {&dst.strides(), &src.strides()},
                       [&](int64_t n, const auto& off, const auto& step) {
                         D* dp = d + off[0];
                         const S* sp = s + off[1];

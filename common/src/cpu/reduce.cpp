@@ -1,10 +1,23 @@
 // cpu/reduce.cpp: sums and maxima on the CPU.
 //
-// A sum walks its input once in memory order and adds each element into its output slot (an
-// accumulator whose strides are 0 along the reduced dimensions), so reducing the outer dimension
-// of a matrix streams through it row by row instead of striding down columns. Floating sums
-// accumulate in float64, integer sums in int64.
+// A sum accumulates in float64 (integers and bools in int64) into an output of the kept shape,
+// whose strides are 0 along the reduced dimensions. Three layouts cover nearly every sum a
+// program asks for, and each has a loop of its own:
+// - everything reduced into one number: the input is cut into FIXED blocks of 32,768 elements,
+//   each summed on its own, and the block sums are added in order, so the result is the same
+//   bits whichever thread summed which block, and however many threads there are;
+// - each row reduced into its own slot (a sum over the last dimensions): rows are split across
+//   threads, and each row is summed along memory by 16 independent accumulators, which the
+//   compiler keeps in vector registers;
+// - rows added into a vector (a sum over the leading dimensions): each thread owns a range of
+//   the output's columns and adds the rows into it one after another, so every slot still sees
+//   its terms in row order.
+// Anything else (several non-adjacent dimensions reduced) walks the input once in memory order on
+// one thread. Within one row the order of additions is fixed by the row alone, never by the
+// threads.
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "../internal.h"
 #include "cpu.h"
@@ -13,31 +26,125 @@ namespace tiny::detail::cpu {
 
 namespace {
 
+// Independent partial sums per row: enough to hide the latency of a vector add, few enough to
+// stay in registers (8 SSE registers of two doubles).
+constexpr int64_t kLanes = 16;
+// The fixed block of a whole-tensor sum (elements).
+constexpr int64_t kSumBlock = 32768;
+// 16-bit floats are widened to float32 in pieces of this many elements (on the stack), by the
+// SIMD conversions of copy.cpp, before they are added.
+constexpr int64_t kWiden = 1024;
+
+template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// acc[k] += x[i + k] for k < 16, over n elements (a multiple of 16).
+template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += kLanes)
+    for (int64_t k = 0; k < kLanes; ++k) acc[k] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i + k]));
+}
+
+// The sum of n elements, step apart. Contiguous: 16 lanes, then the rest in order, then the
+// lanes added pairwise; strided: in order.
+template <typename Acc, typename T> Acc row_sum(const T* x, int64_t n, int64_t step) {
+  Acc total = 0;
+  if (step != 1) {
+    for (int64_t i = 0; i < n; ++i) total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * step]));
+    return total;
+  }
+  Acc acc[kLanes] = {};
+  const int64_t full = n / kLanes * kLanes;
+  if constexpr (kWidened<T>) {
+    float wide[kWiden];
+    for (int64_t i = 0; i < full; i += kWiden) {
+      const int64_t m = std::min(kWiden, full - i);
+      convert_row(wide, x + i, m);
+      add_lanes(acc, wide, m);
+    }
+  } else {
+    add_lanes(acc, x, full);
+  }
+  for (int64_t i = full; i < n; ++i) total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i]));
+  for (int64_t w = kLanes / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0] + total;
+}
+
+// s[i * ss] += x[i * xs] for i < n: one row added into a vector of sums.
+template <typename Acc, typename T>
+void add_row_into(Acc* s, int64_t ss, const T* x, int64_t xs, int64_t n) {
+  if (ss == 1 && xs == 1) {
+    if constexpr (kWidened<T>) {
+      float wide[kWiden];
+      for (int64_t i = 0; i < n; i += kWiden) {
+        const int64_t m = std::min(kWiden, n - i);
+        convert_row(wide, x + i, m);
+        for (int64_t j = 0; j < m; ++j) s[i + j] += static_cast<Acc>(wide[j]);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) s[i] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i]));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) s[i * ss] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * xs]));
+}
+
 template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<bool>& reduce) {
   Shape kept = a.shape();
   for (int64_t d = 0; d < a.dim(); ++d)
     if (reduce[d]) kept[d] = 1;
-  Tensor acc = zeros(kept, dtype_of<Acc>());
+  Tensor acc = zeros(kept, dtype_of<Acc>());  // allocated here: the threads below must not
   Strides acc_strides = acc.strides();
   for (int64_t d = 0; d < a.dim(); ++d)
     if (reduce[d]) acc_strides[d] = 0;  // every element along d lands in the same slot
   Acc* pacc = acc.data<Acc>();
+  const CoalescedLoop<2> loop = coalesce<2>(a.shape(), {&a.strides(), &acc_strides});
+  if (loop.empty) return acc;
+  const auto& sizes = loop.sizes;
+  const auto& st = loop.steps;  // st[d][0]: the input's step, st[d][1]: the output's
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* px = static_cast<const T*>(a.data_ptr());
-    for_each_row<2>(a.shape(), {&a.strides(), &acc_strides},
-                    [&](int64_t n, const auto& off, const auto& st) {
-                      const T* x = px + off[0];
-                      Acc* s = pacc + off[1];
-                      if (st[1] == 0) {  // reducing along the row: one running sum
-                        Acc total = 0;
-                        for (int64_t i = 0; i < n; ++i)
-                          total += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-                        *s += total;
-                      } else {
-                        for (int64_t i = 0; i < n; ++i)
-                          s[i * st[1]] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * st[0]]));
-                      }
-                    });
+    if (sizes.size() == 1 && st[0][1] == 0) {
+      // Everything into one slot: fixed blocks, each summed on its own, then added in order.
+      const int64_t n = sizes[0], step = st[0][0];
+      const int64_t blocks = (n + kSumBlock - 1) / kSumBlock;
+      std::vector<Acc> partial(static_cast<size_t>(blocks));
+      parallel_for(0, blocks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t i0 = k * kSumBlock, m = std::min(kSumBlock, n - i0);
+          partial[static_cast<size_t>(k)] = row_sum<Acc>(px + i0 * step, m, step);
+        }
+      });
+      Acc total = 0;
+      for (Acc p : partial) total += p;
+      *pacc += total;
+    } else if (sizes.size() == 2 && st[1][1] == 0 && st[0][1] != 0) {
+      // Row r into slot r: rows across threads, each summed along the row.
+      const int64_t rows = sizes[0], n = sizes[1];
+      parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) pacc[r * st[0][1]] += row_sum<Acc>(px + r * st[0][0], n, st[1][0]);
+      });
+    } else if (sizes.size() == 2 && st[0][1] == 0 && st[1][1] != 0) {
+      // Every row into the same vector: columns across threads (in blocks of 64, so that no two
+      // threads write one cache line), rows in order within each.
+      const int64_t rows = sizes[0], n = sizes[1];
+      constexpr int64_t kCols = 64;
+      const int64_t blocks = (n + kCols - 1) / kCols;
+      parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / (rows * kCols)),
+                   [&](int64_t b, int64_t e) {
+                     const int64_t j0 = b * kCols, m = std::min(n, e * kCols) - j0;
+                     for (int64_t r = 0; r < rows; ++r)
+                       add_row_into(pacc + j0 * st[1][1], st[1][1],
+                                    px + r * st[0][0] + j0 * st[1][0], st[1][0], m);
+                   });
+    } else {
+      for_each_row<2>(a.shape(), {&a.strides(), &acc_strides},
+                      [&](int64_t n, const auto& off, const auto& step) {
+                        const T* x = px + off[0];
+                        Acc* s = pacc + off[1];
+                        if (step[1] == 0) *s += row_sum<Acc>(x, n, step[0]);
+                        else add_row_into(s, step[1], x, step[0], n);
+                      });
+    }
   });
   return acc;
 }
