@@ -53,6 +53,38 @@ TEST_F(Fusion, TheDocumentsChainsMatchEager) {
   EXPECT_TRUE(close(fast_gelu(x, g, b), gelu_scale_shift(x, g, b), 1e-6, 1e-6));
 }
 
+// Large outputs run in parts on the library's threads, each part a range of the outermost loop
+// (or, for a single loop, a multiple of 256 elements): the parts must cover every element once,
+// and the bits must not depend on the number of threads.
+TEST_F(Fusion, ThreadedKernelsGiveTheSameBitsOnAnyThreadCount) {
+  TINY_SEEDED(rng);
+  Generator gen(rng());
+  const int saved = get_num_threads();
+  // A matrix with broadcast rows (a 2-deep loop nest) and a long odd-sized vector (one loop).
+  const Tensor x = randn({301, 263}, kFloat32, gen), g = randn({263}, kFloat32, gen),
+               b = randn({263}, kFloat32, gen);
+  const Tensor v = randn({100003}, kFloat32, gen), w = randn({100003}, kFloat32, gen);
+  auto fast = compile(scale_shift);
+  auto fast_vec = compile([](const Tensor& p, const Tensor& q) { return p * q + p; });
+  fast(x, g, b);
+  fast_vec(v, w);
+  std::string one, two, one_vec, two_vec;
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    const Tensor r = fast(x, g, b), r_vec = fast_vec(v, w);
+    EXPECT_TRUE(close(r, scale_shift(x, g, b), 0, 0)) << threads << " threads";
+    EXPECT_TRUE(close(r_vec, v * w + v, 0, 0)) << threads << " threads";
+    (threads == 1 ? one : two) = testing::element_bytes(r);
+    (threads == 1 ? one_vec : two_vec) = testing::element_bytes(r_vec);
+    if (threads > 1) {
+      EXPECT_EQ(one, two) << threads << " threads";
+      EXPECT_EQ(one_vec, two_vec) << threads << " threads";
+    }
+  }
+  set_num_threads(saved);
+  EXPECT_EQ(fast.stats().recompiles, 0);  // the thread count is not part of the signature
+}
+
 TEST_F(Fusion, SignatureCacheAndRecompiles) {
   auto fast = compile(scale_shift);
   const Tensor x = randn({8, 16}), g = randn({16}), b = randn({16});
@@ -116,7 +148,9 @@ TEST_F(Fusion, DiskCacheServesASecondProcessAndTheSourceIsReadable) {
   EXPECT_EQ(shared_objects, 1u);
   // The source names each value and pastes the op table's expressions.
   const std::string src = second.source();
-  EXPECT_NE(src.find("extern \"C\" void tiny_fused_kernel(char* const* data)"), std::string::npos);
+  EXPECT_NE(src.find("extern \"C\" void tiny_fused_kernel(char* const* data, long long begin, "
+                     "long long end)"),
+            std::string::npos);
   EXPECT_NE(src.find("return x * y;"), std::string::npos) << src;  // mul's row
   EXPECT_NE(src.find("%2 = mul(%0, %1)"), std::string::npos) << src;
 }

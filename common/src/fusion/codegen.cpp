@@ -244,7 +244,10 @@ inline void stream_fence() {}
 #endif
 )";
   s << "}  // namespace tiny_fused\n\n";
-  s << "extern \"C\" void " << name << "(char* const* data) {\n  using namespace tiny_fused;\n";
+  // The entry point computes the part of the output whose outermost loop index lies in
+  // [begin, end), so that the caller can hand disjoint parts to different threads.
+  s << "extern \"C\" void " << name
+    << "(char* const* data, long long begin, long long end) {\n  using namespace tiny_fused;\n";
   for (size_t id = 0; id < g.values.size(); ++id) {
     const Value& v = g.values[id];
     if (v.kind != Value::Kind::Input) continue;
@@ -267,29 +270,44 @@ inline void stream_fence() {}
   }
   const bool streamed = all_float32 && out_bytes >= kStreamBytes;
   // The loops: the innermost one is where the vectoriser works; `o` counts output elements.
-  s << "  long long o = 0;\n";
+  // The outermost loop runs over [begin, end) instead of its whole size.
+  int64_t below_outer = 1;  // output elements per step of the outermost loop
+  for (int d = 1; d < rank; ++d) below_outer *= loop.sizes[d];
+  s << "  long long o = ";
+  if (rank > 1) s << "begin * " << below_outer;
+  else s << "0";
+  s << ";\n";
   std::string indent = "  ";
   for (int d = 0; d < rank - 1; ++d) {
-    s << indent << "for (long long i" << d << " = 0; i" << d << " < " << loop.sizes[d] << "; ++i"
-      << d << ") {\n";
+    s << indent << "for (long long i" << d << " = " << (d == 0 ? "begin" : "0") << "; i" << d
+      << " < ";
+    if (d == 0) s << "end";
+    else s << loop.sizes[d];
+    s << "; ++i" << d << ") {\n";
     indent += "  ";
   }
   const int64_t inner_size = loop.sizes[rank - 1];
+  // With one loop, the innermost loop is the outermost one and takes the range.
+  const std::string inner_begin = rank == 1 ? "begin" : "0";
+  const std::string inner_end = rank == 1 ? "end" : std::to_string(inner_size);
   std::string inner = "i";
   inner += std::to_string(rank - 1);
   if (streamed) {
     // Blocks of kBlock elements computed into a buffer (vectorised), then streamed out.
-    s << indent << "for (long long start = 0; start < " << inner_size << "; start += kBlock) {\n";
+    s << indent << "for (long long start = " << inner_begin << "; start < " << inner_end
+      << "; start += kBlock) {\n";
     indent += "  ";
-    s << indent << "const long long n = " << inner_size << " - start < kBlock ? " << inner_size
+    s << indent << "const long long n = " << inner_end << " - start < kBlock ? " << inner_end
       << " - start : kBlock;\n";
     for (size_t k = 0; k < g.outputs.size(); ++k) s << indent << "float block" << k << "[kBlock];\n";
   }
-  const std::string count = streamed ? "n" : std::to_string(inner_size);
+  const std::string first = streamed ? "0" : inner_begin;
+  const std::string count = streamed ? "n" : inner_end;
   const std::string loop_var = streamed ? "j" : inner;
   s << "#if defined(__clang__)\n" << indent << "#pragma clang loop vectorize(enable)\n"
     << "#else\n" << indent << "#pragma GCC ivdep\n#endif\n";
-  s << indent << "for (long long " << loop_var << " = 0; " << loop_var << " < " << count << "; ++"
+  s << indent << "for (long long " << loop_var << " = " << first << "; " << loop_var << " < "
+    << count << "; ++"
     << loop_var << ") {\n";
   indent += "  ";
   if (streamed) s << indent << "const long long " << inner << " = start + j;\n";

@@ -10,6 +10,7 @@
 #include "fusion/cuda_jit.h"
 #include "fusion/graph.h"
 #include "internal.h"
+#include "parallel.h"
 #include "tiny/fusion.h"
 
 namespace tiny {
@@ -70,6 +71,38 @@ std::vector<Tensor> allocate_outputs(const Graph& g, Device device) {
 
 constexpr unsigned kCudaBlock = 256;
 
+// Loads a generated C++ kernel and records how its outermost loop can be split between threads.
+CppKernel load_split(const Graph& g, const std::string& source, const std::string& name) {
+  CppKernel k = detail::fusion::load_cpp_kernel(source, name);
+  const detail::fusion::Loop loop = detail::fusion::make_loop(g);
+  k.outer = loop.sizes[0];
+  for (size_t d = 1; d < loop.sizes.size(); ++d) k.per_outer *= loop.sizes[d];
+  k.single_loop = loop.sizes.size() == 1;
+  return k;
+}
+
+// How many steps of a loop that computes `per_step` elements each make one thread's smallest
+// share of work (parallel_for runs a range smaller than that on the calling thread).
+int64_t grain_in_steps(int64_t per_step) {
+  return std::max<int64_t>(1, detail::kGrainSize / std::max<int64_t>(1, per_step));
+}
+
+// Runs a generated C++ kernel over its whole output, in parts on the library's threads: each
+// thread computes a disjoint range of the outermost loop. A single loop is split at multiples
+// of 256 elements, so every part starts on a cache line and keeps its streaming stores.
+void run_cpp(const CppKernel& k, char* const* data) {
+  if (!k.single_loop) {
+    detail::parallel_for(0, k.outer, grain_in_steps(k.per_outer),
+                         [&](int64_t b, int64_t e) { k.entry(data, b, e); });
+    return;
+  }
+  constexpr int64_t kPart = 256;
+  detail::parallel_for(0, (k.outer + kPart - 1) / kPart, grain_in_steps(kPart),
+                       [&](int64_t b, int64_t e) {
+                         k.entry(data, b * kPart, std::min(k.outer, e * kPart));
+                       });
+}
+
 // Runs `g`, compiled as `kind`, on `args` into `outputs`.
 void run_graph(Kernel::Kind kind, const Graph& g, const std::optional<KernelCost>& cost,
                const CppKernel& cpp,
@@ -80,7 +113,7 @@ void run_graph(Kernel::Kind kind, const Graph& g, const std::optional<KernelCost
   for (const Tensor& t : outputs) data.push_back(static_cast<char*>(t.data_ptr()));
   if (cost) count_op_cost(cost->flops, cost->bytes);  // one op, for every live CostCounter
   if (kind == Kernel::Kind::Cpp) {
-    cpp.entry(data.data());
+    run_cpp(cpp, data.data());
   } else if (kind == Kernel::Kind::Interpreter) {
     detail::fusion::interpret(g, args, outputs);
   } else {
@@ -182,11 +215,11 @@ void CompiledFunction::State::compile_graph(Kernel& k, Device device) {
   }
   k.kind = Kernel::Kind::Cpp;
   k.source = detail::fusion::cpp_source(k.graph, "tiny_fused_kernel");
-  k.cpp = detail::fusion::load_cpp_kernel(k.source, "tiny_fused_kernel");
+  k.cpp = load_split(k.graph, k.source, "tiny_fused_kernel");
   stats.disk_cache_hits += k.cpp.from_disk_cache;
   if (k.records) {
     k.backward_source = detail::fusion::cpp_source(k.backward.graph, "tiny_fused_backward");
-    k.backward_cpp = detail::fusion::load_cpp_kernel(k.backward_source, "tiny_fused_backward");
+    k.backward_cpp = load_split(k.backward.graph, k.backward_source, "tiny_fused_backward");
     stats.disk_cache_hits += k.backward_cpp.from_disk_cache;
   }
   k.backend = "C++ kernel (" + k.cpp.compiler + ", -O3 -march=native)";  // the flags that matter

@@ -139,8 +139,9 @@ struct Loop {
 Loop make_loop(const Graph& graph);
 
 /// The C++ source of a kernel for `graph` (whose input values carry the layouts the kernel is
-/// specialised to), with the entry point `extern "C" void <name>(char* const* data)`: data[k] is
-/// argument k's data_ptr(), then one pointer per output.
+/// specialised to), with the entry point `extern "C" void <name>(char* const* data, long long
+/// begin, long long end)`: data[k] is argument k's data_ptr(), then one pointer per output, and
+/// only the outputs whose outermost loop index lies in [begin, end) are computed.
 std::string cpp_source(const Graph& graph, const std::string& name);
 /// The CUDA source of the same kernel: `extern "C" __global__ void <name>(Pointers p)`, one
 /// thread per output element.
@@ -154,8 +155,12 @@ void interpret(const Graph& graph, const std::vector<Tensor>& args,
 /// A kernel compiled from C++ source: compiles `source` with the host compiler into a shared
 /// object in the disk cache (unless one with the same hash is there) and loads it.
 struct CppKernel {
-  using Entry = void (*)(char* const* data);
+  /// Computes the outputs whose outermost loop index (Loop::sizes[0]) lies in [begin, end).
+  using Entry = void (*)(char* const* data, long long begin, long long end);
   Entry entry = nullptr;
+  int64_t outer = 1;             ///< the outermost loop's size
+  int64_t per_outer = 1;         ///< output elements per step of it
+  bool single_loop = false;      ///< true when the outermost loop is also the innermost
   bool from_disk_cache = false;
   std::string compiler;  ///< e.g. "g++ 12.2.0"
 };

@@ -1,0 +1,126 @@
+// The library's eager CPU ops against libtorch's, the same op on the same numbers in the same
+// process, one call of each in turn on every iteration: whatever the machine is doing at that
+// moment (another program, the frequency it runs at) slows both alike, so their ratio means
+// more than two timings taken minutes apart.
+//
+// Built only where libtorch's CMake files are installed (Debian: apt-get install libtorch-dev);
+// nothing else in the project needs libtorch. Each benchmark reports three counters:
+//   tiny_ms    the library's call,   torch_ms   libtorch's call,
+//   ratio      tiny_ms / torch_ms (below 1: the library is faster).
+// The /1 and /2 suffixes are the number of threads both libraries were given.
+//
+//   build/bench/bench_libtorch --benchmark_min_time=1
+//
+// glibc returns every large freed block to the kernel by default, so each of libtorch's 64 MiB
+// results would be a fresh mapping whose first touch page-faults; the library's caching allocator
+// keeps its blocks. main() asks glibc to keep freed memory too, which is how libtorch is usually
+// run (with a caching malloc such as jemalloc) and the fair comparison.
+#include <malloc.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <functional>
+
+#include "bench_common.h"
+
+namespace {
+
+constexpr int64_t kN = 4096;
+
+// One input set, shared by both libraries: torch's tensors are views of the library's memory.
+struct Inputs {
+  tiny::Tensor x, y, g, b, small_x, small_y;
+  torch::Tensor tx, ty, tg, tb, tsmall_x, tsmall_y;
+};
+
+torch::Tensor as_torch(const tiny::Tensor& t) {
+  std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+  return torch::from_blob(t.data_ptr(), shape, torch::kFloat32);
+}
+
+const Inputs& inputs() {
+  static const Inputs in = [] {
+    tiny::manual_seed(0);
+    Inputs r;
+    r.x = tiny::randn({kN, kN});
+    r.y = tiny::randn({kN, kN});
+    r.g = tiny::randn({kN});
+    r.b = tiny::randn({kN});
+    r.small_x = tiny::randn({1, 8});
+    r.small_y = tiny::randn({1, 8});
+    r.tx = as_torch(r.x);
+    r.ty = as_torch(r.y);
+    r.tg = as_torch(r.g);
+    r.tb = as_torch(r.b);
+    r.tsmall_x = as_torch(r.small_x);
+    r.tsmall_y = as_torch(r.small_y);
+    return r;
+  }();
+  return in;
+}
+
+double seconds_of(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Times `ours` and `theirs` alternately; the benchmark's own time is the library's call.
+void compare(benchmark::State& state, const std::function<tiny::Tensor(const Inputs&)>& ours,
+             const std::function<torch::Tensor(const Inputs&)>& theirs) {
+  const int threads = static_cast<int>(state.range(0));
+  tiny::set_num_threads(threads);
+  torch::set_num_threads(threads);
+  const Inputs& in = inputs();
+  ours(in);  // warm both: first calls fill caches and allocators
+  theirs(in);
+  double tiny_s = 0, torch_s = 0;
+  for (auto _ : state) {
+    const double t = seconds_of([&] { benchmark::DoNotOptimize(ours(in).data_ptr()); });
+    torch_s += seconds_of([&] { benchmark::DoNotOptimize(theirs(in).data_ptr()); });
+    tiny_s += t;
+    state.SetIterationTime(t);
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["tiny_ms"] = 1e3 * tiny_s / n;
+  state.counters["torch_ms"] = 1e3 * torch_s / n;
+  state.counters["ratio"] = tiny_s / torch_s;
+}
+
+#define TINY_VS_TORCH(NAME, OURS, THEIRS)                                                  \
+  void BM_##NAME(benchmark::State& state) {                                                \
+    compare(                                                                               \
+        state, [](const Inputs& in) { return OURS; }, [](const Inputs& in) { return THEIRS; }); \
+  }                                                                                        \
+  BENCHMARK(BM_##NAME)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond)
+
+// clang-format off
+TINY_VS_TORCH(Gelu, tiny::gelu(in.x), torch::gelu(in.tx));
+TINY_VS_TORCH(Exp, tiny::exp(in.x), torch::exp(in.tx));
+TINY_VS_TORCH(Tanh, tiny::tanh(in.x), torch::tanh(in.tx));
+TINY_VS_TORCH(GeluScaleShiftAdd, tiny::gelu(in.x) * in.g + in.b + in.x,
+              torch::gelu(in.tx) * in.tg + in.tb + in.tx);
+TINY_VS_TORCH(ScaleShiftAdd, in.x * in.g + in.b + in.x, in.tx * in.tg + in.tb + in.tx);
+TINY_VS_TORCH(Add, in.x + in.y, in.tx + in.ty);
+TINY_VS_TORCH(AddTransposed, in.x.T() + in.y, in.tx.t() + in.ty);
+TINY_VS_TORCH(SumLastDim, in.x.sum({1}), in.tx.sum({1}));
+TINY_VS_TORCH(SumFirstDim, in.x.sum({0}), in.tx.sum({0}));
+TINY_VS_TORCH(SumAll, in.x.sum(), in.tx.sum());
+TINY_VS_TORCH(AddSmall1x8, in.small_x + in.small_y, in.tsmall_x + in.tsmall_y);
+// clang-format on
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Keep freed blocks in the process (see the top of this file): no block gets a mapping of its
+  // own, and the heap is never trimmed.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  add_tiny_context();
+  benchmark::AddCustomContext("libtorch", TORCH_VERSION);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
