@@ -209,11 +209,26 @@ TEST(Parallel, ElementwiseOpsGiveTheSameBitsOnOneAndTwoThreads) {
       // A broadcast: y's last row against every row of x, and a scalar.
       const Tensor row = y.dim() >= 2 ? y.select(0, 0) : y.narrow(0, 0, 1);
       EXPECT_TRUE(same_on_1_and_2_threads([&] { return add(x, y); }));
+      // And right: the sum of two values of these dtypes is exact in float64, so rounding it to
+      // the dtype is what the op must give (a plain loop over row-major float64 copies).
+      {
+        const Tensor xd = x.to(kFloat64).contiguous(), yd = y.to(kFloat64).contiguous();
+        Tensor ref = empty(shape, kFloat64);
+        for (int64_t i = 0; i < ref.numel(); ++i)
+          ref.data<double>()[i] = xd.data<double>()[i] + yd.data<double>()[i];
+        EXPECT_TRUE(close(add(x, y), ref.to(dt), 0, 0));
+      }
       EXPECT_TRUE(same_on_1_and_2_threads([&] { return mul(x, row); }));
       EXPECT_TRUE(same_on_1_and_2_threads([&] { return sub(row, x); }));
       EXPECT_TRUE(same_on_1_and_2_threads([&] { return gt(x, y); }));
       EXPECT_TRUE(same_on_1_and_2_threads([&] { return where(gt(x, row), x, y); }));
       if (is_floating(dt)) {
+        // Into a destination full of NaN: an element no thread wrote would stay NaN.
+        EXPECT_TRUE(same_on_1_and_2_threads([&] {
+          Tensor out = full(shape, NAN, dt);
+          add_out(out, x, y);
+          return out;
+        }));
         EXPECT_TRUE(same_on_1_and_2_threads([&] { return exp(x); }));
         EXPECT_TRUE(same_on_1_and_2_threads([&] { return tanh(x); }));
         EXPECT_TRUE(same_on_1_and_2_threads([&] { return div(x, add(y, scalar_tensor(3.0, dt))); }));
@@ -244,7 +259,7 @@ TEST(Parallel, CopiesAndConversionsGiveTheSameBitsOnOneAndTwoThreads) {
         EXPECT_TRUE(same_on_1_and_2_threads([&] { return src.to(to); }));
       // copy_ into a strided destination, and from a broadcast source.
       EXPECT_TRUE(same_on_1_and_2_threads([&] {
-        Tensor dst = zeros(src.shape(), kFloat32);
+        Tensor dst = full(src.shape(), NAN, kFloat32);  // an element not written stays NaN
         dst.copy_(src);
         return dst;
       }));

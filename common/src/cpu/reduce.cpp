@@ -37,10 +37,84 @@ constexpr int64_t kWiden = 1024;
 
 template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+// The two inner loops, written once and compiled twice: for any x86-64 (SSE2, two doubles per
+// instruction) and for AVX2 (four), picked at run time. Widening float32 to float64 costs an
+// instruction per pair of elements in SSE2, which is enough to fall behind memory on a sum over
+// the last dimension of 4096 x 4096 float32 (9.9 ms against 8.0 for a float32 read); AVX2 keeps
+// up (8.5 ms).
+#if defined(__GNUC__)
+#define TINY_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define TINY_ALWAYS_INLINE inline
+#endif
+
 // acc[k] += x[i + k] for k < 16, over n elements (a multiple of 16).
-template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
+template <typename Acc, typename T>
+TINY_ALWAYS_INLINE void add_lanes_body(Acc (&acc)[kLanes], const T* x, int64_t n) {
   for (int64_t i = 0; i < n; i += kLanes)
-    for (int64_t k = 0; k < kLanes; ++k) acc[k] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i + k]));
+    for (int64_t k = 0; k < kLanes; ++k)
+      acc[k] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i + k]));
+}
+
+// s[j] += x[0][j], then += x[1][j], ... for `rows` rows `row_step` apart: the rows are added in
+// order, as one row at a time would add them, but each s[j] is loaded and stored once per group.
+template <typename Acc, typename T>
+TINY_ALWAYS_INLINE void add_rows_body(Acc* s, const T* x, int64_t row_step, int64_t rows,
+                                      int64_t n) {
+  for (int64_t r = 0; r < rows; r += 4) {
+    const T* x0 = x + r * row_step;
+    if (rows - r >= 4) {
+      const T* x1 = x0 + row_step;
+      const T* x2 = x1 + row_step;
+      const T* x3 = x2 + row_step;
+      for (int64_t j = 0; j < n; ++j) {
+        Acc v = s[j];
+        v += static_cast<Acc>(static_cast<opmath_t<T>>(x0[j]));
+        v += static_cast<Acc>(static_cast<opmath_t<T>>(x1[j]));
+        v += static_cast<Acc>(static_cast<opmath_t<T>>(x2[j]));
+        v += static_cast<Acc>(static_cast<opmath_t<T>>(x3[j]));
+        s[j] = v;
+      }
+    } else {
+      for (int64_t q = r; q < rows; ++q, x0 += row_step)
+        for (int64_t j = 0; j < n; ++j) s[j] += static_cast<Acc>(static_cast<opmath_t<T>>(x0[j]));
+    }
+  }
+}
+
+template <typename Acc, typename T>
+void add_lanes_portable(Acc (&acc)[kLanes], const T* x, int64_t n) {
+  add_lanes_body(acc, x, n);
+}
+template <typename Acc, typename T>
+void add_rows_portable(Acc* s, const T* x, int64_t row_step, int64_t rows, int64_t n) {
+  add_rows_body(s, x, row_step, rows, n);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+template <typename Acc, typename T>
+__attribute__((target("avx2"))) void add_lanes_avx2(Acc (&acc)[kLanes], const T* x, int64_t n) {
+  add_lanes_body(acc, x, n);
+}
+template <typename Acc, typename T>
+__attribute__((target("avx2"))) void add_rows_avx2(Acc* s, const T* x, int64_t row_step,
+                                                   int64_t rows, int64_t n) {
+  add_rows_body(s, x, row_step, rows, n);
+}
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveAvx2) return add_lanes_avx2(acc, x, n);
+#endif
+  add_lanes_portable(acc, x, n);
+}
+template <typename Acc, typename T>
+void add_rows(Acc* s, const T* x, int64_t row_step, int64_t rows, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kHaveAvx2) return add_rows_avx2(s, x, row_step, rows, n);
+#endif
+  add_rows_portable(s, x, row_step, rows, n);
 }
 
 // The sum of n elements, step apart. Contiguous: 16 lanes, then the rest in order, then the
@@ -69,23 +143,28 @@ template <typename Acc, typename T> Acc row_sum(const T* x, int64_t n, int64_t s
   return acc[0] + total;
 }
 
-// s[i * ss] += x[i * xs] for i < n: one row added into a vector of sums.
+// s[j * ss] += x[r * rs + j * xs] for every row r < rows in order, j < n: rows added into a
+// vector of sums. 16-bit floats are widened a piece of a row at a time.
 template <typename Acc, typename T>
-void add_row_into(Acc* s, int64_t ss, const T* x, int64_t xs, int64_t n) {
+void add_rows_into(Acc* s, int64_t ss, const T* x, int64_t rs, int64_t xs, int64_t rows,
+                   int64_t n) {
   if (ss == 1 && xs == 1) {
     if constexpr (kWidened<T>) {
       float wide[kWiden];
-      for (int64_t i = 0; i < n; i += kWiden) {
-        const int64_t m = std::min(kWiden, n - i);
-        convert_row(wide, x + i, m);
-        for (int64_t j = 0; j < m; ++j) s[i + j] += static_cast<Acc>(wide[j]);
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; i += kWiden) {
+          const int64_t m = std::min(kWiden, n - i);
+          convert_row(wide, x + r * rs + i, m);
+          add_rows(s + i, wide, 0, 1, m);
+        }
     } else {
-      for (int64_t i = 0; i < n; ++i) s[i] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i]));
+      add_rows(s, x, rs, rows, n);
     }
     return;
   }
-  for (int64_t i = 0; i < n; ++i) s[i * ss] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i * xs]));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      s[j * ss] += static_cast<Acc>(static_cast<opmath_t<T>>(x[r * rs + j * xs]));
 }
 
 template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<bool>& reduce) {
@@ -132,9 +211,8 @@ template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<boo
       parallel_for(0, blocks, std::max<int64_t>(1, kGrainSize / (rows * kCols)),
                    [&](int64_t b, int64_t e) {
                      const int64_t j0 = b * kCols, m = std::min(n, e * kCols) - j0;
-                     for (int64_t r = 0; r < rows; ++r)
-                       add_row_into(pacc + j0 * st[1][1], st[1][1],
-                                    px + r * st[0][0] + j0 * st[1][0], st[1][0], m);
+                     add_rows_into(pacc + j0 * st[1][1], st[1][1], px + j0 * st[1][0], st[0][0],
+                                   st[1][0], rows, m);
                    });
     } else {
       for_each_row<2>(a.shape(), {&a.strides(), &acc_strides},
@@ -142,7 +220,7 @@ template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<boo
                         const T* x = px + off[0];
                         Acc* s = pacc + off[1];
                         if (step[1] == 0) *s += row_sum<Acc>(x, n, step[0]);
-                        else add_row_into(s, step[1], x, step[0], n);
+                        else add_rows_into(s, step[1], x, 0, step[0], 1, n);
                       });
     }
   });
