@@ -228,7 +228,9 @@ TEST(Ch09_FusedMath, EveryBuildGivesTheSameBits) {
       if (to_bits(a[i]) != to_bits(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i])) && bad++ == 0)
         first = i;
     EXPECT_EQ(bad, 0u) << "function " << static_cast<int>(fn) << " at "
-                       << strprintf("%a", double(xs[first]));
+                       << strprintf("%a", double(xs[first])) << ": " << all[0].name << " "
+                       << strprintf("%a", double(a[first])) << ", " << all[1].name << " "
+                       << strprintf("%a", double(b[first]));
   }
 }
 
