@@ -120,6 +120,19 @@ Grads exp_backward(const BackwardArgs& a) { return {mul(a.grad, a.result)}; }
 
 Grads log_backward(const BackwardArgs& a) { return {div(a.grad, a.input[0])}; }
 
+Grads log1p_backward(const BackwardArgs& a) {  // 1 / (1 + x)
+  return {div(a.grad, add(a.input[0], number(1, a.input[0])))};
+}
+
+Grads expm1_backward(const BackwardArgs& a) {  // e^x = y + 1
+  return {mul(a.grad, add(a.result, number(1, a.result)))};
+}
+
+Grads erf_backward(const BackwardArgs& a) {  // 2 / sqrt(pi) e^(-x^2)
+  const Tensor& x = a.input[0];
+  return {mul(a.grad, mul(number(1.12837916709551257390, x), exp(neg(mul(x, x)))))};
+}
+
 Grads relu_backward(const BackwardArgs& a) {  // 1 where the output is positive
   return {mul(a.grad, gt(a.result, number(0, a.result)).to(a.grad.dtype()))};
 }
@@ -185,6 +198,9 @@ const Derivative kDerivatives[] = {
     {"rsqrt", {kNever}, kAlways, rsqrt_backward, {1}},
     {"exp", {kNever}, kAlways, exp_backward, {1}},
     {"log", {kAlways}, kNever, log_backward, {1}},
+    {"log1p", {kAlways}, kNever, log1p_backward, {2}},
+    {"expm1", {kNever}, kAlways, expm1_backward, {2}},
+    {"erf", {kAlways}, kNever, erf_backward, {5}},
     {"relu", {kNever}, kAlways, relu_backward, {1}},
     {"gelu", {kAlways}, kNever, gelu_backward, {1}},
     {"sigmoid", {kNever}, kAlways, sigmoid_backward, {1}},

@@ -31,7 +31,9 @@ struct Scalars {
 /// Every op struct derives from this, so kernels can hand any op its scalars the same way.
 struct OpBase {
   Scalars p;
-  /// True for ops whose expression calls fma: the CPU compiles them for FMA processors too.
+  /// True for ops whose expression calls fma, itself or through the vector math (exp, log,
+  /// ...): the CPU compiles their loops for AVX-512 and AVX2+FMA processors too, and picks one
+  /// at run time (cpu/elementwise.h).
   static constexpr bool uses_fma = false;
 };
 
@@ -47,14 +49,37 @@ inline constexpr bool kCompiledFor = Op::types == Types::All ||
                                      (Op::types == Types::NoBool && !std::is_same_v<T, bool>) ||
                                      !std::is_integral_v<T>;
 
+#if !defined(__CUDA_ARCH__)
+/// The vectorisable float32 math of chapter 09's fused kernels (common/src/fusion/fused_math.inc):
+/// tiny_expf, tiny_logf, tiny_tanhf, tiny_erff, tiny_log1pf, tiny_expm1f. The eager CPU loops
+/// call the same code as the generated kernels, so eager and fused results agree bit for bit.
+namespace vec {
+#include "fusion/fused_math.inc"
+}  // namespace vec
+#endif
+
 /// The functions an op's expression may call: the C++ library's own, and three small helpers
 /// with the meaning PyTorch's kernels give them.
 /// The C++ library's functions an expression may call (op_source_prelude() declares the same).
-#define TINY_MATH_FUNCTIONS(X) X(erf) X(exp) X(fabs) X(fma) X(log) X(pow) X(sqrt) X(tanh)
+#define TINY_MATH_FUNCTIONS(X) X(fabs) X(fma) X(pow) X(sqrt)
+/// The transcendental functions, which on float32 are fused_math.inc's on the host (the C
+/// library's are scalar calls: GELU on 4096 x 4096 float32 took 42 times a memcpy through
+/// erff) and CUDA's own on the device; float64 keeps the C library's everywhere.
+#define TINY_VECTOR_MATH_FUNCTIONS(X) X(erf) X(exp) X(expm1) X(log) X(log1p) X(tanh)
+#if defined(__CUDA_ARCH__)
+#define TINY_HOST_OR_DEVICE(HOST, DEVICE) DEVICE
+#else
+#define TINY_HOST_OR_DEVICE(HOST, DEVICE) HOST
+#endif
 namespace fn {
 #define TINY_USING_STD(F) using std::F;
 TINY_MATH_FUNCTIONS(TINY_USING_STD)
 #undef TINY_USING_STD
+#define TINY_VECTOR_FN(F)                                                              \
+  TINY_HD inline float F(float x) { return TINY_HOST_OR_DEVICE(vec::tiny_##F##f(x), std::F(x)); } \
+  TINY_HD inline double F(double x) { return std::F(x); }
+TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_FN)
+#undef TINY_VECTOR_FN
 /// True for NaN (always false for integers and bool).
 template <typename T> TINY_HD bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
@@ -121,23 +146,45 @@ struct Rsqrt : OpBase {
 };
 struct Exp : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(1, exp(x))
 };
 struct Log : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(1, log(x))
+};
+/// log(1 + x), accurate for small x, where 1 + x would round most of x away.
+struct Log1p : OpBase {
+  static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
+  TINY_MATH(1, log1p(x))
+};
+/// e^x - 1, accurate for small x, where e^x is close to 1.
+struct Expm1 : OpBase {
+  static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
+  TINY_MATH(1, expm1(x))
+};
+struct Erf : OpBase {
+  static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
+  TINY_MATH(1, erf(x))
 };
 struct Sigmoid : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(1, T(1) / (T(1) + exp(-x)))
 };
 struct Tanh : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(1, tanh(x))
 };
 /// x * Phi(x), Phi the standard normal CDF: 0.5 * (1 + erf(x / sqrt(2))).
 struct Gelu : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(1, x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440))))
 };
 // x.pow(e) for the common fixed exponents: a multiply costs far less than std::pow.
@@ -226,6 +273,7 @@ struct Minimum : OpBase {
 /// Phi(y) + y phi(y), phi the standard normal density, y gelu's input.
 struct GeluBackward : OpBase {
   static constexpr Types types = Types::Floating;
+  static constexpr bool uses_fma = true;
   TINY_MATH(2, x * (T(0.5) * (T(1) + erf(y * T(0.70710678118654752440))) +
                     y * (exp(T(-0.5) * y * y) * T(0.39894228040143267794))))
 };
@@ -287,7 +335,7 @@ struct Addcdiv : OpBase {
 /// Every elementwise op struct by arity, for the explicit instantiations of each backend's
 /// kernels: an op added above is added here too.
 #define TINY_UNARY_OPS(X)                                                                    \
-  X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Sigmoid) X(Tanh) X(Gelu) X(Square) \
+  X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Log1p) X(Expm1) X(Erf) X(Sigmoid) X(Tanh) X(Gelu) X(Square) \
   X(Cube) X(Reciprocal) X(Clamp) X(ClampMin) X(ClampMax)
 /// Likewise for two inputs.
 #define TINY_BINARY_OPS(X)                                                                    \

@@ -21,6 +21,9 @@
   X(rsqrt,         Rsqrt,        "RsqrtBackward0",    IntegerToFloat, Float32,        1, "")        \
   X(exp,           Exp,          "ExpBackward0",      IntegerToFloat, Float32,        1, "")        \
   X(log,           Log,          "LogBackward0",      IntegerToFloat, Float32,        1, "")        \
+  X(log1p,         Log1p,        "Log1PBackward0",    IntegerToFloat, Float32,        1, "")        \
+  X(expm1,         Expm1,        "Expm1Backward0",    IntegerToFloat, Float32,        1, "")        \
+  X(erf,           Erf,          "ErfBackward0",      IntegerToFloat, None,           1, "")        \
   X(sigmoid,       Sigmoid,      "SigmoidBackward0",  IntegerToFloat, None,           1, "")        \
   X(tanh,          Tanh,         "TanhBackward0",     IntegerToFloat, None,           1, "")        \
   X(gelu,          Gelu,         "GeluBackward0",     FloatOnly,      None,           1, "")        \

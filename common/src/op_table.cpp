@@ -1,8 +1,11 @@
 // op_table.cpp: the rows of the op table, built from op_list.h, and its public view.
 #include <cstring>
+#include <string>
 
 #include "derivatives.h"
 #include "dispatch.h"
+#include "elementwise_ops.h"
+#include "fusion/fused_math.h"
 #include "tiny/op_table.h"
 
 namespace tiny {
@@ -77,21 +80,37 @@ const OpInfo& op_info(std::string_view name) {
 }
 
 const char* op_source_prelude() {
-  // The same helpers as elementwise_ops.h's namespace fn, for code compiled on its own: by the
-  // host compiler (after <cmath>, or after a fused kernel's own math functions when
-  // TINY_FUSED_MATH is defined) or by NVRTC (whose device math needs no header).
-#define TINY_USING_STD_TEXT(F) "using std::" #F ";\n"
-  return "#ifdef __CUDACC_RTC__\n"
-         "#define TINY_GENERATED_FN __device__ inline\n"
-         "#elif defined(TINY_FUSED_MATH)\n"
-         "#define TINY_GENERATED_FN inline\n"  // fused kernels bring their own (fusion/codegen.cpp)
-         "#else\n"
-         "#define TINY_GENERATED_FN inline\n" TINY_MATH_FUNCTIONS(TINY_USING_STD_TEXT) "#endif\n"
-         R"(template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }
+  // The same functions as elementwise_ops.h's namespace fn, for code compiled on its own. NVRTC
+  // (CUDA) has its own device math and needs nothing. Host code gets what the library's eager
+  // CPU kernels call: for float32, fused_math.inc's vectorisable functions, pasted in (so that
+  // a generated kernel and the eager one give the same bits), and for float64 the C library's,
+  // as builtins (so that the code needs no header: fused kernels include none).
+  static const std::string prelude = [] {
+#define TINY_BUILTIN_TEXT(F)                                        \
+  "inline float " #F "(float x) { return __builtin_" #F "f(x); }\n" \
+  "inline double " #F "(double x) { return __builtin_" #F "(x); }\n"
+#define TINY_VECTOR_TEXT(F)                                          \
+  "inline float " #F "(float x) { return tiny_" #F "f(x); }\n"      \
+  "inline double " #F "(double x) { return __builtin_" #F "(x); }\n"
+    std::string s = "#ifdef __CUDACC_RTC__\n#define TINY_GENERATED_FN __device__ inline\n#else\n";
+    s += "#define TINY_GENERATED_FN inline\n";
+    s += detail::fused_math_source();
+    s += "\n" TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_TEXT) TINY_BUILTIN_TEXT(fabs)
+        TINY_BUILTIN_TEXT(sqrt)
+        "inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }\n"
+        "inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }\n"
+        "inline float pow(float x, float y) { return __builtin_powf(x, y); }\n"
+        "inline double pow(double x, double y) { return __builtin_pow(x, y); }\n"
+        "#endif\n";
+    s += R"(template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }
 template <typename T> TINY_GENERATED_FN T max_of(T x, T y) { return x < y ? y : x; }
 template <typename T> TINY_GENERATED_FN T min_of(T x, T y) { return y < x ? y : x; }
 )";
-#undef TINY_USING_STD_TEXT
+#undef TINY_BUILTIN_TEXT
+#undef TINY_VECTOR_TEXT
+    return s;
+  }();
+  return prelude.c_str();
 }
 
 }  // namespace tiny

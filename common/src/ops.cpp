@@ -177,6 +177,9 @@ Tensor sqrt(const Tensor& a) { return run(OpId::sqrt, {&a}); }
 Tensor rsqrt(const Tensor& a) { return run(OpId::rsqrt, {&a}); }
 Tensor exp(const Tensor& a) { return run(OpId::exp, {&a}); }
 Tensor log(const Tensor& a) { return run(OpId::log, {&a}); }
+Tensor log1p(const Tensor& a) { return run(OpId::log1p, {&a}); }
+Tensor expm1(const Tensor& a) { return run(OpId::expm1, {&a}); }
+Tensor erf(const Tensor& a) { return run(OpId::erf, {&a}); }
 Tensor relu(const Tensor& a) { return run(OpId::relu, {&a}); }
 Tensor gelu(const Tensor& a) { return run(OpId::gelu, {&a}); }
 Tensor sigmoid(const Tensor& a) { return run(OpId::sigmoid, {&a}); }
@@ -256,6 +259,9 @@ Tensor sqrt_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::
 Tensor rsqrt_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::rsqrt, {&a}); }
 Tensor exp_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::exp, {&a}); }
 Tensor log_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::log, {&a}); }
+Tensor log1p_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::log1p, {&a}); }
+Tensor expm1_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::expm1, {&a}); }
+Tensor erf_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::erf, {&a}); }
 Tensor relu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::relu, {&a}); }
 Tensor gelu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::gelu, {&a}); }
 Tensor sigmoid_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::sigmoid, {&a}); }
@@ -323,6 +329,9 @@ Tensor& Tensor::sqrt_() { return run_inplace(*this, OpId::sqrt, {this}); }
 Tensor& Tensor::rsqrt_() { return run_inplace(*this, OpId::rsqrt, {this}); }
 Tensor& Tensor::exp_() { return run_inplace(*this, OpId::exp, {this}); }
 Tensor& Tensor::log_() { return run_inplace(*this, OpId::log, {this}); }
+Tensor& Tensor::log1p_() { return run_inplace(*this, OpId::log1p, {this}); }
+Tensor& Tensor::expm1_() { return run_inplace(*this, OpId::expm1, {this}); }
+Tensor& Tensor::erf_() { return run_inplace(*this, OpId::erf, {this}); }
 Tensor& Tensor::relu_() { return run_inplace(*this, OpId::relu, {this}); }
 Tensor& Tensor::sigmoid_() { return run_inplace(*this, OpId::sigmoid, {this}); }
 Tensor& Tensor::tanh_() { return run_inplace(*this, OpId::tanh, {this}); }

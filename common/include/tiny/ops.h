@@ -55,6 +55,9 @@ Tensor sqrt(const Tensor& a);        ///< square root
 Tensor rsqrt(const Tensor& a);       ///< 1 / sqrt(a)
 Tensor exp(const Tensor& a);         ///< e^a
 Tensor log(const Tensor& a);         ///< natural logarithm
+Tensor log1p(const Tensor& a);       ///< log(1 + a), accurate for small a
+Tensor expm1(const Tensor& a);       ///< e^a - 1, accurate for small a
+Tensor erf(const Tensor& a);         ///< the error function
 Tensor relu(const Tensor& a);        ///< max(a, 0), same dtype
 Tensor gelu(const Tensor& a);        ///< a * Phi(a), the exact (erf) form, PyTorch's default
 Tensor sigmoid(const Tensor& a);     ///< 1 / (1 + e^-a)
@@ -102,6 +105,9 @@ Tensor sqrt_out(const Tensor& out, const Tensor& a);        ///< out = sqrt(a)
 Tensor rsqrt_out(const Tensor& out, const Tensor& a);       ///< out = rsqrt(a)
 Tensor exp_out(const Tensor& out, const Tensor& a);         ///< out = exp(a)
 Tensor log_out(const Tensor& out, const Tensor& a);         ///< out = log(a)
+Tensor log1p_out(const Tensor& out, const Tensor& a);       ///< out = log1p(a)
+Tensor expm1_out(const Tensor& out, const Tensor& a);       ///< out = expm1(a)
+Tensor erf_out(const Tensor& out, const Tensor& a);         ///< out = erf(a)
 Tensor relu_out(const Tensor& out, const Tensor& a);        ///< out = relu(a)
 Tensor gelu_out(const Tensor& out, const Tensor& a);        ///< out = gelu(a)
 Tensor sigmoid_out(const Tensor& out, const Tensor& a);     ///< out = sigmoid(a)

@@ -295,6 +295,9 @@ class Tensor {
   Tensor& rsqrt_();                                     ///< this = 1 / sqrt(this)
   Tensor& exp_();                                       ///< this = e^this
   Tensor& log_();                                       ///< this = ln(this)
+  Tensor& log1p_();                                     ///< this = ln(1 + this)
+  Tensor& expm1_();                                     ///< this = e^this - 1
+  Tensor& erf_();                                       ///< this = erf(this)
   Tensor& relu_();                                      ///< this = max(this, 0)
   Tensor& sigmoid_();                                   ///< this = sigmoid(this)
   Tensor& tanh_();                                      ///< this = tanh(this)

@@ -17,6 +17,7 @@
 
 #include "../backend.h"
 #include "../internal.h"
+#include "isa.h"
 
 namespace tiny::detail::cpu {
 
@@ -37,26 +38,48 @@ inline bool better_in_row_order(const Tensor& t) {
 template <typename T> using M = opmath_t<T>;
 
 // The inner loop over a row in which every operand steps by one element, which the compiler
-// vectorises. An op whose expression calls fma (lerp) gets a second copy compiled for processors
-// with FMA instructions, picked at run time: compiled for plain x86-64, std::fma is a library
-// call per element (lerp_ on 2048 x 2048 float32: 15.9 ms, against 2.9 ms for add_).
+// vectorises. The library is compiled for plain x86-64 (SSE2, no fused multiply-add), so an op
+// whose expression calls fma, itself (lerp) or through the vector math of exp, log, tanh, erf,
+// ... (elementwise_ops.h), gets two more copies of the loop: one for AVX2 with FMA and one for
+// AVX-512, picked at run time by what the processor has (cpu_isa(), isa.h). Compiled for plain
+// x86-64, each fma is a library call per element (lerp_ on 2048 x 2048 float32: 15.9 ms, against
+// 2.9 ms for add_), and the vector math runs four lanes wide at best. Every copy computes the
+// same bits: the math's fused multiply-adds are fused in each (a call to fmaf in the plain
+// one), and these files are compiled with -ffp-contract=off, so that no copy fuses a multiply
+// and an add the others round separately (CMakeLists.txt).
 template <typename In, typename Out, typename Op, typename... P>
 inline void contiguous_row(Out* o, int64_t n, const Op& op, const P*... p) {
   for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(p[i])...));
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 template <typename In, typename Out, typename Op, typename... P>
-__attribute__((target("avx2,fma"))) void contiguous_row_fma(Out* o, int64_t n, const Op& op,
-                                                            const P*... p) {
+__attribute__((target("avx2,fma"))) void contiguous_row_avx2(Out* o, int64_t n, const Op& op,
+                                                             const P*... p) {
   for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(p[i])...));
 }
-inline const bool kHaveFma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+// GCC's default tuning prefers 256-bit vectors even where AVX-512 is enabled; the vector math
+// is bound by arithmetic, not memory, so the full width is asked for.
+#if defined(__clang__)
+#define TINY_AVX512_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma"
+#else
+#define TINY_AVX512_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512"
+#endif
+template <typename In, typename Out, typename Op, typename... P>
+__attribute__((target(TINY_AVX512_TARGET))) void contiguous_row_avx512(Out* o, int64_t n,
+                                                                        const Op& op,
+                                                                        const P*... p) {
+  for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(p[i])...));
+}
+#undef TINY_AVX512_TARGET
 #endif
 template <typename In, typename Out, typename Op, typename... P>
 inline void row(Out* o, int64_t n, const Op& op, const P*... p) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if constexpr (Op::uses_fma)
-    if (kHaveFma) return contiguous_row_fma<In, Out>(o, n, op, p...);
+  if constexpr (Op::uses_fma) {
+    const Isa isa = cpu_isa();
+    if (isa == Isa::Avx512) return contiguous_row_avx512<In, Out>(o, n, op, p...);
+    if (isa == Isa::Avx2) return contiguous_row_avx2<In, Out>(o, n, op, p...);
+  }
 #endif
   contiguous_row<In, Out>(o, n, op, p...);
 }

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <sstream>
 
-#include "fusion/fused_math.h"
 #include "fusion/graph.h"
 #include "internal.h"
 
@@ -186,26 +185,10 @@ std::string cpp_source(const Graph& g, const std::string& name) {
   std::ostringstream s;
   s << graph_comment(g) << "#include <cstdint>\n#include \"tiny/float_formats.h\"\n\n";
   s << "namespace tiny_fused {\nconstexpr long long kBlock = " << kStreamBlock << ";\n";
-  // The math functions the op expressions call: float32 through the library's vectorisable
-  // versions (fusion/fused_math.inc), so that the compiler can vectorise the whole loop.
-  s << fused_math_source() << "\n";
-  s << "inline float exp(float x) { return tiny_expf(x); }\n"
-       "inline float erf(float x) { return tiny_erff(x); }\n"
-       "inline float tanh(float x) { return tiny_tanhf(x); }\n"
-       "inline float log(float x) { return tiny_logf(x); }\n"
-       "inline float fabs(float x) { return __builtin_fabsf(x); }\n"
-       "inline float sqrt(float x) { return __builtin_sqrtf(x); }\n"
-       "inline float fma(float x, float y, float z) { return __builtin_fmaf(x, y, z); }\n"
-       "inline float pow(float x, float y) { return __builtin_powf(x, y); }\n"
-       "inline double exp(double x) { return __builtin_exp(x); }\n"
-       "inline double erf(double x) { return __builtin_erf(x); }\n"
-       "inline double tanh(double x) { return __builtin_tanh(x); }\n"
-       "inline double log(double x) { return __builtin_log(x); }\n"
-       "inline double fabs(double x) { return __builtin_fabs(x); }\n"
-       "inline double sqrt(double x) { return __builtin_sqrt(x); }\n"
-       "inline double fma(double x, double y, double z) { return __builtin_fma(x, y, z); }\n"
-       "inline double pow(double x, double y) { return __builtin_pow(x, y); }\n";
-  s << "#define TINY_FUSED_MATH 1\n" << op_source_prelude() << "\n" << op_functions(g, "inline");
+  // The math functions the op expressions call come with the prelude: float32 through the
+  // library's vectorisable versions (fusion/fused_math.inc), so that the compiler can vectorise
+  // the whole loop, and the eager kernels' bits.
+  s << op_source_prelude() << "\n" << op_functions(g, "inline");
   s << "inline float load(const unsigned short* p, bool bf16) {\n"
        "  return bf16 ? tiny::bfloat16_bits_to_float(*p) : tiny::half_bits_to_float(*p);\n}\n";
   // Streaming stores: a result far larger than the caches is written around them, so that the

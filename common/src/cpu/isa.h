@@ -1,0 +1,30 @@
+// cpu/isa.h: which x86-64 vector instructions the CPU kernels may use, found once when the
+// program starts. Not part of the public API.
+//
+// The library is compiled for plain x86-64, so that one build runs on every such processor.
+// The loops that gain most from wider vectors and fused multiply-adds (the elementwise ops
+// whose math calls fma, cpu/elementwise.h) are compiled three times, and cpu_isa() says which
+// copy runs. Tests and benchmarks may ask for a lesser one (set_cpu_isa) to check that every
+// copy gives the same bits, or to time it; TINY_CPU_ISA=avx512|avx2|baseline in the
+// environment does the same for a whole run.
+#pragma once
+
+namespace tiny::detail::cpu {
+
+/// The instruction sets the CPU kernels are compiled for, from the least to the most.
+enum class Isa { Baseline, Avx2, Avx512 };
+
+/// What the processor has: AVX-512 (F, DQ, BW and VL), AVX2 with FMA, or neither.
+Isa detected_isa();
+
+/// The copy of a multiversioned loop that runs: detected_isa(), or less if asked for.
+Isa cpu_isa();
+
+/// Makes cpu_isa() return `isa`, or detected_isa() where the processor lacks `isa`; returns
+/// what it returned before. For tests and benchmarks: not meant to be changed while kernels run.
+Isa set_cpu_isa(Isa isa);
+
+/// "avx512", "avx2" or "baseline".
+const char* isa_name(Isa isa);
+
+}  // namespace tiny::detail::cpu
