@@ -8,13 +8,6 @@
 // inputs, one of them a broadcast scalar) so that the compiler can vectorise it; the op's call
 // operator is the same TINY_HD code the CUDA kernels run.
 #pragma once
-#include <unistd.h>  // sysconf: the last-level cache's size
-
-#include <cstring>
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>  // non-temporal stores
-#endif
-
 #include "../backend.h"
 #include "../internal.h"
 #include "isa.h"
@@ -82,58 +75,6 @@ inline void row(Out* o, int64_t n, const Op& op, const P*... p) {
   }
 #endif
   contiguous_row<In, Out>(o, n, op, p...);
-}
-
-// Writing a large result with ordinary stores makes the processor first read every cache line
-// it is about to overwrite (to own it), so an add of two 64 MiB arrays moves 256 MiB instead of
-// 192; memcpy avoids that with non-temporal stores, which go around the caches straight to
-// memory. streamed_row computes a row a piece at a time into a buffer on the stack with the
-// op's own row loop (row()), then streams the piece out with such stores. Used only for outputs
-// larger than half the last-level cache (stream_output), which a following op could not have
-// found in the cache anyway: smaller results are written normally and stay cached for the next
-// op. The values are those row() computes; only the way they reach memory changes.
-inline bool stream_output(const Tensor& out) {
-  static const int64_t threshold = [] {
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 > 0) return static_cast<int64_t>(l3) / 2;
-#endif
-    return int64_t(16) << 20;
-  }();
-  return static_cast<int64_t>(out.nbytes()) >= threshold;
-}
-
-// Copies `bytes` bytes to d (16-byte aligned) with non-temporal stores, the last few normally.
-inline void stream_bytes(void* d, const void* s, size_t bytes) {
-#if defined(__x86_64__) && defined(__SSE2__)
-  auto* dst = static_cast<__m128i*>(d);
-  const auto* src = static_cast<const __m128i*>(s);
-  const size_t vectors = bytes / 16;
-  for (size_t i = 0; i < vectors; ++i) _mm_stream_si128(dst + i, _mm_loadu_si128(src + i));
-  std::memcpy(static_cast<char*>(d) + vectors * 16, static_cast<const char*>(s) + vectors * 16,
-              bytes - vectors * 16);
-#else
-  std::memcpy(d, s, bytes);
-#endif
-}
-
-template <typename In, typename Out, typename Op, typename... P>
-void streamed_row(Out* o, int64_t n, const Op& op, const P*... p) {
-  constexpr int64_t kPiece = 4096 / sizeof(Out);  // 4 KiB: the buffer stays in the L1 cache
-  const auto address = reinterpret_cast<uintptr_t>(o);
-  if (address % sizeof(Out) != 0) return row<In>(o, n, op, p...);
-  // The first elements normally, up to a 16-byte boundary of the output.
-  const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((16 - address % 16) % 16 / sizeof(Out)));
-  row<In>(o, head, op, p...);
-  alignas(64) Out piece[kPiece];
-  for (int64_t i = head; i < n; i += kPiece) {
-    const int64_t m = std::min(kPiece, n - i);
-    row<In>(piece, m, op, (p + i)...);
-    stream_bytes(o + i, piece, static_cast<size_t>(m) * sizeof(Out));
-  }
-#if defined(__x86_64__) && defined(__SSE2__)
-  _mm_sfence();  // the streamed stores are weakly ordered: complete them before anyone reads
-#endif
 }
 
 // A matrix op with a transposed input (x.T + y): is `t` a large `rows` x `cols` matrix stored by
@@ -218,7 +159,6 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
   constexpr int A = Op::arity;
   if (transposed_tiles<In, Out>(out, inputs, op)) return;
   Out* po = static_cast<Out*>(out.data_ptr());
-  const bool stream = stream_output(out);  // rows written around the caches (streamed_row)
   std::array<Tensor, A> copies;  // only for inputs copied into row order
   std::array<Strides, A> s;
   std::array<const In*, A> p;
@@ -234,8 +174,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
                       Out* o = po + off[0];
                       const In* a = p[0] + off[1];
                       if (st[0] == 1 && st[1] == 1) {
-                        if (stream) streamed_row<In>(o, n, op, a);
-                        else row<In>(o, n, op, a);
+                        row<In>(o, n, op, a);
                       } else {
                         for (int64_t i = 0; i < n; ++i) o[i * st[0]] = Out(op(M<In>(a[i * st[1]])));
                       }
@@ -247,8 +186,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
                       const In* a = p[0] + off[1];
                       const In* b = p[1] + off[2];
                       if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                        if (stream) streamed_row<In>(o, n, op, a, b);
-                        else row<In>(o, n, op, a, b);
+                        row<In>(o, n, op, a, b);
                       } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
                         const M<In> bv = M<In>(*b);
                         for (int64_t i = 0; i < n; ++i) o[i] = Out(op(M<In>(a[i]), bv));
@@ -270,8 +208,7 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
           const In* b = p[1] + off[2];
           const In* c = p[2] + off[3];
           if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
-            if (stream) streamed_row<In>(o, n, op, a, b, c);
-            else row<In>(o, n, op, a, b, c);
+            row<In>(o, n, op, a, b, c);
           } else {
             for (int64_t i = 0; i < n; ++i)
               o[i * st[0]] = Out(op(M<In>(a[i * st[1]]), M<In>(b[i * st[2]]), M<In>(c[i * st[3]])));
