@@ -71,12 +71,16 @@ namespace vec {
 #else
 #define TINY_HOST_OR_DEVICE(HOST, DEVICE) HOST
 #endif
+// The float versions are always inlined, as fused_math.inc's functions are: a call that is not
+// inlined into the AVX2 or AVX-512 copy of a loop runs the plain x86-64 code per element.
 namespace fn {
 #define TINY_USING_STD(F) using std::F;
 TINY_MATH_FUNCTIONS(TINY_USING_STD)
 #undef TINY_USING_STD
 #define TINY_VECTOR_FN(F)                                                              \
-  TINY_HD inline float F(float x) { return TINY_HOST_OR_DEVICE(vec::tiny_##F##f(x), std::F(x)); } \
+  TINY_HD __attribute__((always_inline)) inline float F(float x) {                     \
+    return TINY_HOST_OR_DEVICE(vec::tiny_##F##f(x), std::F(x));                        \
+  }                                                                                    \
   TINY_HD inline double F(double x) { return std::F(x); }
 TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_FN)
 #undef TINY_VECTOR_FN
