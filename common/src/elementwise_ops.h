@@ -95,11 +95,18 @@ template <typename T> TINY_HD T max_of(T x, T y) { return x < y ? y : x; }
 template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
 }  // namespace fn
 
+/// Forces a function inline wherever it is called. The CPU loops' AVX2 and AVX-512 copies
+/// (cpu/elementwise.h) compile an op's math for their instruction set only when it is inlined
+/// into them; left as a call, it runs the plain x86-64 code per element, with every fused
+/// multiply-add a call to fmaf (eager exp took 40 times a memcpy so).
+#define TINY_INLINE __attribute__((always_inline)) inline
+
 /// Declares an op's arity, its `math` and its `source` from one expression; the call operator
 /// the loops use forwards to `math`.
 #define TINY_MATH(ARITY, EXPR)                                                         \
   TINY_MATH_ONLY(ARITY, EXPR)                                                          \
-  template <typename T, typename... R> TINY_HD auto operator()(T x, R... rest) const { \
+  template <typename T, typename... R>                                                 \
+  TINY_HD TINY_INLINE auto operator()(T x, R... rest) const {                          \
     return math(x, rest...);                                                           \
   }
 
@@ -108,7 +115,8 @@ template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
   static constexpr int arity = ARITY;                                                    \
   static constexpr const char* source = #EXPR;                                           \
   template <typename T>                                                                  \
-  TINY_HD auto math(T x, [[maybe_unused]] T y = T(), [[maybe_unused]] T z = T()) const { \
+  TINY_HD TINY_INLINE auto math(T x, [[maybe_unused]] T y = T(),                        \
+                                [[maybe_unused]] T z = T()) const {                      \
     using namespace ::tiny::ops::fn;                                                     \
     [[maybe_unused]] const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);           \
     return EXPR;                                                                         \
@@ -249,7 +257,7 @@ struct Div : OpBase {
 struct Pow : OpBase {
   static constexpr Types types = Types::NoBool;
   TINY_MATH_ONLY(2, pow(x, y))
-  template <typename T> TINY_HD T operator()(T base, T exponent) const {
+  template <typename T> TINY_HD TINY_INLINE T operator()(T base, T exponent) const {
     if constexpr (std::is_integral_v<T>) {
       T result = 1;  // square and multiply; negative exponents were refused before
       while (exponent > 0) {
