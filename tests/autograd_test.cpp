@@ -230,6 +230,9 @@ TEST(Ch03_Autograd, LossesMatchFiniteDifferences) {
                               {input(rng, {4, 3}), labels.clone()}));
   ASSERT_TRUE(gradients_match(rng, [&](auto& v) { return cross_entropy(v[0], classes); },
                               {input(rng, {5, 4})}));
+  const Tensor probabilities = softmax(randn({5, 4}, kFloat64), 1);
+  ASSERT_TRUE(gradients_match(rng, [&](auto& v) { return cross_entropy(v[0], probabilities); },
+                              {input(rng, {5, 4})}));
   ASSERT_TRUE(
       gradients_match(rng, [](auto& v) { return log_softmax(v[0], 1); }, {input(rng, {3, 4})}));
   ASSERT_TRUE(gradients_match(rng, [](auto& v) { return softmax(v[0], 0); }, {input(rng, {3, 4})}));
@@ -249,6 +252,11 @@ TEST(Ch03_Autograd, DtypeConversionPassesGradientsBack) {
 TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
   // Zero logits over 4 classes: ln 4 (tests/fixtures/pytorch_facts.txt, section 10).
   EXPECT_NEAR(cross_entropy(zeros({2, 4}), tensor({0, 3})).item(), 1.3862943649291992, 1e-7);
+  // Class probabilities as the target (PyTorch 1.13: F.cross_entropy of these float64 tensors).
+  EXPECT_NEAR(cross_entropy(tensor({{1.0, 2.0, 3.0}, {0.0, -1.0, 2.0}}, kFloat64),
+                            tensor({{0.2, 0.3, 0.5}, {1.0, 0.0, 0.0}}, kFloat64))
+                  .item(),
+              1.638725992000333, 1e-14);
   // Logits of +-1000 would overflow exp() in the naive forms; the stable forms give exact answers.
   Tensor big = tensor({{1000.0, -1000.0}}, kFloat64);
   EXPECT_NEAR(binary_cross_entropy_with_logits(big, tensor({{1.0, 0.0}}, kFloat64)).item(), 0.0,

@@ -60,7 +60,7 @@ TEST(Tensor, ItemAndTolist) {
         ones({2, 2}).at({2, 0});
       },
       "index 2 is out of bounds for dimension 0 with size 2"));
-  EXPECT_TRUE(throws_with<TypeError>([] { ones({2}).data<double>(); },
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({2}).data<double>(); },
                                      "expected scalar type Double but found Float"));
 }
 

@@ -166,7 +166,7 @@ void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scal
       body.op.p = scalars;
       launch(body, shape, strides, out.device().index);
     } else {
-      throw TypeError(std::string("elementwise kernel not compiled for '") +
+      throw RuntimeError(std::string("elementwise kernel not compiled for '") +
                       dtype_legacy_name(inputs[0]->dtype()) + "'");
     }
   });

@@ -377,8 +377,8 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     seed = ones(root.shape(), root.dtype(), root.device());
   } else if (seed.shape() != root.shape()) {
     throw RuntimeError("Mismatch in shape: grad_output[0] has a shape of " +
-                       detail::shape_str(seed.shape()) + " and output[0] has a shape of " +
-                       detail::shape_str(root.shape()) + ".");
+                       detail::torch_size_str(seed.shape()) + " and output[0] has a shape of " +
+                       detail::torch_size_str(root.shape()) + ".");
   }
   NoGradGuard no_grad;  // the backward pass itself is not recorded
   // Backward's ops run in the dtypes of the forward pass they mirror, even when backward() is

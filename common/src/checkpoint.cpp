@@ -459,11 +459,6 @@ std::string base_of(const std::string& path) {
 
 std::atomic<detail::SaveProgressHook> save_hook{nullptr};
 
-// "torch.Size([64, 32])", as PyTorch prints a shape in load_state_dict's messages.
-std::string torch_size(const Shape& shape) {
-  return "torch.Size(" + detail::shape_str(shape) + ")";
-}
-
 }  // namespace
 
 detail::SaveProgressHook detail::set_save_progress_hook(SaveProgressHook hook) {
@@ -713,8 +708,9 @@ IncompatibleKeys check_tensors(const NamedTensors& tensors, const std::vector<Te
     const Tensor& t = *it->second;
     if (t.shape() != spec.shape)
       mismatches.push_back("size mismatch for " + spec.name + ": copying a param with shape " +
-                           torch_size(t.shape()) + " from checkpoint, the shape in current " +
-                           "model is " + torch_size(spec.shape) + ".");
+                           detail::torch_size_str(t.shape()) +
+                           " from checkpoint, the shape in current model is " +
+                           detail::torch_size_str(spec.shape) + ".");
     if (spec.dtype && t.dtype() != *spec.dtype)
       mismatches.push_back("dtype mismatch for " + spec.name +
                            ": copying a param with dtype torch." + dtype_name(t.dtype()) +

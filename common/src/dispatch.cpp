@@ -324,12 +324,12 @@ Tensor run(const Call& c) {
   DType compute = promotion.result();
   const DTypeRule rule = op.info.dtype_rule;
   if (rule == DTypeRule::IntegerToFloat && !is_floating(compute)) compute = kFloat32;
-  if (compute == kBool && op.bool_error) throw TypeError(op.bool_error);
+  if (compute == kBool && op.bool_error) throw RuntimeError(op.bool_error);
   const OpEntry& kernel = c.kernel ? *c.kernel : op;
   for (const OpEntry* e : {&op, &kernel}) {
     const bool ok = e->types == ops::Types::All ||
                     (e->types == ops::Types::NoBool && compute != kBool) || is_floating(compute);
-    if (!ok) throw TypeError(not_implemented(op.kernel_name, compute));
+    if (!ok) throw RuntimeError(not_implemented(op.kernel_name, compute));
   }
   const DType result = rule == DTypeRule::Compare ? kBool : compute;
 

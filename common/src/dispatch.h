@@ -35,7 +35,7 @@ struct OpEntry {
   OpInfo info;
   ops::Types types;                      ///< the dtypes its kernels are compiled for
   const char* kernel_name;               ///< the name in "not implemented for" errors
-  const char* bool_error;                ///< raised (TypeError) for bool inputs, or null
+  const char* bool_error;                ///< raised (RuntimeError) for bool inputs, or null
   ElementwiseKernel kernels[kBackends];  ///< per backend (Device::Type)
   const Derivative* derivative;          ///< its backward formula; null when not differentiable
 };

@@ -232,9 +232,12 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     }
     return t.reshape(out_shape);
   } catch (const PatternError& e) {
-    throw RuntimeError("Error while processing " + std::string(is_reduce ? "reduce" : "rearrange") +
-                       " pattern \"" + pattern +
-                       "\".\n Input tensor shape: " + format_tuple(x.shape()) +
+    // einops' own wording: rearrange is its reduction "rearrange", and reduce names the
+    // reduction it was asked for ("sum-reduction pattern").
+    throw RuntimeError(" Error while processing " +
+                       (is_reduce ? reduction : std::string("rearrange")) +
+                       "-reduction pattern \"" + pattern +
+                       "\".\n Input tensor shape: " + detail::torch_size_str(x.shape()) +
                        ". Additional info: " + sizes_str(sizes) + ".\n " + e.message);
   }
 }

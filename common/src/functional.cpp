@@ -15,7 +15,7 @@ double n_of(const Tensor& t) { return static_cast<double>(t.numel()); }
 
 void require_floating(const char* op, const Tensor& t) {
   if (!is_floating(t.dtype()))
-    throw TypeError(std::string("\"") + op + "\" not implemented for '" +
+    throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
                     dtype_legacy_name(t.dtype()) + "'");
 }
 
@@ -178,6 +178,17 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target) {
   // log_softmax and nll_loss, which are on the list themselves.
   const Tensor logits =
       detail::autocast(input, {.cpu = AutocastClass::Float32, .cuda = AutocastClass::None});
+  // A target shaped like the logits holds class probabilities, one row per sample (PyTorch
+  // decides by shape alone, so integer classes laid out that way are an error, in its words).
+  if (target.shape() == logits.shape()) {
+    if (!is_floating(target.dtype()))
+      throw RuntimeError(
+          std::string("Expected floating point type for target with class probabilities, got ") +
+          dtype_legacy_name(target.dtype()));
+    // -sum_c p_c log q_c per sample, averaged over the N samples.
+    const Tensor per_sample = -(log_softmax(logits, 1) * target).sum({1});
+    return per_sample.sum() / static_cast<double>(logits.numel() / logits.size(1));
+  }
   return nll_loss(log_softmax(logits, 1), target);
 }
 

@@ -157,10 +157,10 @@ Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, std::string_view non
 
 Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Generator& gen) {
   if (!is_floating(t.dtype()))  // PyTorch fails in its first step, uniform_
-    throw TypeError(std::string("\"check_uniform_bounds\" not implemented for '") +
+    throw RuntimeError(std::string("\"check_uniform_bounds\" not implemented for '") +
                     dtype_legacy_name(t.dtype()) + "'");
   if (t.dtype() == kFloat16)  // ... or in its second, on the CPU (raised here before any draw)
-    throw TypeError("\"erfinv_vml_cpu\" not implemented for 'Half'");
+    throw RuntimeError("\"erfinv_vml_cpu\" not implemented for 'Half'");
   if (!(std > 0))
     throw RuntimeError("trunc_normal_ expects std > 0, but found std=" + number_str(std));
   if (!(a < b))

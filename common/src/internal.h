@@ -302,4 +302,12 @@ inline std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.
 std::string shape_str(const Shape& shape);
 
+/// "torch.Size([2, 3])": a shape as PyTorch's messages print it where Python formats them
+/// (load_state_dict, backward's shape check, einops).
+inline std::string torch_size_str(const Shape& shape) {
+  std::string s = "torch.Size(";
+  s += shape_str(shape);
+  return s += ")";
+}
+
 }  // namespace tiny::detail

@@ -36,7 +36,7 @@ void check_matmul(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
     throw RuntimeError(std::string("expected m1 and m2 to have the same dtype, but got: ") +
                        dtype_name(a.dtype()) + " != " + dtype_name(b.dtype()));
-  if (a.dtype() == kBool) throw TypeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
+  if (a.dtype() == kBool) throw RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
   if (a.dim() == 1 && b.dim() == 1) {
     if (a.size(0) != b.size(0))
       throw RuntimeError("inconsistent tensor size, expected tensor [" + std::to_string(a.size(0)) +

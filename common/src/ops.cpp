@@ -51,7 +51,7 @@ ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
 
 void refuse_bool_sub(const Tensor& a, const Tensor& b) {
   if (a.dtype() == kBool && b.dtype() == kBool)
-    throw TypeError(
+    throw RuntimeError(
         "Subtraction, the `-` operator, with two bool tensors is not supported. "
         "Use the `^` or `logical_xor()` operator instead.");
 }
@@ -366,7 +366,7 @@ Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, Scalar value) {
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Device device = detail::op_device("where", {&condition, &a, &b});
   if (condition.dtype() != kBool)
-    throw TypeError(
+    throw RuntimeError(
         std::string(
             "where expected condition to be a boolean tensor, but got a tensor with dtype ") +
         dtype_legacy_name(condition.dtype()));

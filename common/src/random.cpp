@@ -462,7 +462,7 @@ Tensor randperm(int64_t n, DType dtype, Generator& gen) {
   if (dtype == kInt32 && n - 1 > std::numeric_limits<int32_t>::max())
     throw RuntimeError("n is too large for result tensor type: 'CPUIntType'");
   if (dtype == kBool || dtype == kBFloat16)
-    throw TypeError(std::string("\"randperm\" not implemented for '") + dtype_legacy_name(dtype) +
+    throw RuntimeError(std::string("\"randperm\" not implemented for '") + dtype_legacy_name(dtype) +
                     "'");
   // Fisher-Yates in the int64 identity, then one conversion: every value is an integer below
   // n, which the checks above made exact in the dtype.

@@ -104,7 +104,7 @@ template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
 #undef TINY_DTYPE_CASE
 
 /// dispatch_dtype for ops defined only on floating-point types: instantiates `f` for the four
-/// float types alone, and raises TypeError for the others.
+/// float types alone, and raises RuntimeError for the others (PyTorch's "not implemented for").
 template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   switch (dtype) {
     case DType::Float32: return f.template operator()<float>();
@@ -113,8 +113,8 @@ template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* 
     case DType::BFloat16: return f.template operator()<BFloat16>();
     default: break;
   }
-  throw TypeError(std::string("\"") + op + "\" not implemented for '" + dtype_legacy_name(dtype) +
-                  "'");
+  throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
+                     dtype_legacy_name(dtype) + "'");
 }
 
 }  // namespace tiny

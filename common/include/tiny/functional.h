@@ -24,7 +24,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target);
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target);
 /// Mean negative log-likelihood: -mean(log_probs[i, target[i]]); `target` holds int64 classes.
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
-/// Cross-entropy of logits (N, C) against int64 classes (N): nll_loss(log_softmax(logits, 1)).
+/// Cross-entropy of logits (N, C) against int64 classes (N): nll_loss(log_softmax(logits, 1));
+/// or, for a floating `target` of the same shape (N, C) holding class probabilities, the mean
+/// over samples of -sum_c target[i, c] log_softmax(logits, 1)[i, c], as PyTorch computes it.
 Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 
 }  // namespace tiny

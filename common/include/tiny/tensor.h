@@ -216,8 +216,8 @@ class Tensor {
   /// Typed address of the first element; throws if T does not match dtype().
   template <typename T> T* data() const {
     if (dtype_of<T>() != dtype_)
-      throw TypeError(std::string("expected scalar type ") + dtype_legacy_name(dtype_of<T>()) +
-                      " but found " + dtype_legacy_name(dtype_));
+      throw RuntimeError(std::string("expected scalar type ") + dtype_legacy_name(dtype_of<T>()) +
+                         " but found " + dtype_legacy_name(dtype_));
     return static_cast<T*>(data_ptr());
   }
   /// The shared storage.

@@ -229,7 +229,7 @@ void elementwise(const Tensor& out, const Tensor* const* inputs, const ops::Scal
         throw RuntimeError("elementwise kernel: unexpected output dtype");
       loop<T, Out>(out, inputs, op);
     } else {
-      throw TypeError(std::string("elementwise kernel not compiled for '") +
+      throw RuntimeError(std::string("elementwise kernel not compiled for '") +
                       dtype_legacy_name(dtype_of<T>()) + "'");
     }
   });
