@@ -27,7 +27,10 @@ void check_layout(const FloatFormat& f, bool codec) {
   if (why.empty()) return;
   std::string message("float format '");
   message += f.name ? f.name : "(unnamed)";
-  message += "' (E" + std::to_string(f.exponent_bits) + "M" + std::to_string(f.mantissa_bits);
+  message += "' (E";
+  message += std::to_string(f.exponent_bits);
+  message += 'M';
+  message += std::to_string(f.mantissa_bits);
   message += ") ";
   message += why;
   throw ValueError(message);
@@ -60,7 +63,10 @@ double FloatFormat::decode(uint32_t pattern) const {
   if (bits() < 32 && pattern >> bits()) {
     std::string message("float format '");
     message += name ? name : "(unnamed)";
-    message += "' has " + std::to_string(bits()) + " bits; pattern " + std::to_string(pattern);
+    message += "' has ";
+    message += std::to_string(bits());
+    message += " bits; pattern ";
+    message += std::to_string(pattern);
     message += " does not fit";
     throw ValueError(message);
   }
