@@ -29,3 +29,14 @@ TEST(Ch05_Floats, PrintsEveryLineOfTheDocument) {
   EXPECT_TRUE(
       chapter_prints("the non-negative values of E2M1: [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]"));
 }
+
+// A --csv folder that cannot be written stops the chapter at once: the error is all it prints.
+TEST(Ch05_Floats, BadCsvFolderFailsBeforeAnyOutput) {
+  const std::string blocker = std::string(TINY_BINARY_DIR) + "/test_csv_ch05_blocker";
+  std::ofstream(blocker) << "a file, not a folder\n";
+  const ProgramOutput bad =
+      run_program(std::string(TINY_CHAPTER_EXE) + " --csv " + blocker + "/figures");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.out,
+            "error: cannot write CSV files to '" + blocker + "/figures': Not a directory\n");
+}

@@ -3,6 +3,9 @@
 // (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h, cuda_fp4.h compile and run on the CPU); finfo against
 // PyTorch's values; NVFP4's block scaling.
 #include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "test_util.h"
 
@@ -141,8 +144,10 @@ TEST(Ch05_Floats, Fp8MatchesPyTorchsCasts) {  // c10's Float8_e4m3fn.h / Float8_
 TEST(Ch05_Floats, EveryPatternRoundTrips) {
   // Decoding then encoding any non-NaN pattern gives it back, in every format: the codec is a
   // bijection on the representable values.
-  for (const FloatFormat& f :
-       {kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2, kFormatE2M1}) {
+  for (const FloatFormat& f : {kFormatFloat16, kFormatBFloat16, kFormatE4M3, kFormatE5M2,
+                               kFormatE2M1, kFormatE8M0, FloatFormat{"e2m0", 2, 0, Specials::None},
+                               FloatFormat{"e3m0fn", 3, 0, Specials::AllOnesIsNaN},
+                               FloatFormat{"e1m2", 1, 2, Specials::None}}) {
     for (uint32_t p = 0; p < (1u << f.bits()); ++p) {
       const double v = f.decode(p);
       if (std::isnan(v)) continue;
@@ -229,6 +234,110 @@ TEST(Ch05_Floats, Fp4MatchesTheCudaToolkit) {
 #endif
 }
 
+// ml_dtypes (numpy's and JAX's implementation of the small formats) on every code of E8M0,
+// E4M3, E5M2 and E2M1, and on float32 values at, beside and between all of their values
+// (tests/fixtures/float8_ml_dtypes.py). Its casts overflow to infinity or NaN: Overflow::NonFinite.
+TEST(Ch05_Floats, SmallFormatsMatchMlDtypesOnEveryCode) {
+  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/float8_ml_dtypes.txt");
+  ASSERT_TRUE(in) << "tests/fixtures/float8_ml_dtypes.txt is missing";
+  const std::map<std::string, FloatFormat> formats = {{"float8_e8m0fnu", kFormatE8M0},
+                                                      {"float8_e4m3fn", kFormatE4M3},
+                                                      {"float8_e5m2", kFormatE5M2},
+                                                      {"float4_e2m1fn", kFormatE2M1}};
+  const FloatFormat* f = nullptr;
+  std::string line;
+  int decoded = 0, encoded = 0;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string kind, a, b;
+    fields >> kind >> a >> b;
+    if (kind == "format") {
+      ASSERT_TRUE(formats.count(a)) << line;
+      f = &formats.at(a);
+    } else if (kind == "decode") {
+      ASSERT_NE(f, nullptr);
+      const double ours = f->decode(static_cast<uint32_t>(std::stoul(a)));
+      if (b == "nan") ASSERT_TRUE(std::isnan(ours)) << f->name << " code " << a;
+      else
+        ASSERT_EQ(ours, float_from_bits(static_cast<uint32_t>(std::stoul(b, nullptr, 16))))
+            << f->name << " code " << a;
+      ++decoded;
+    } else if (kind == "encode") {
+      ASSERT_NE(f, nullptr);
+      const float x = float_from_bits(static_cast<uint32_t>(std::stoul(a, nullptr, 16)));
+      const uint32_t theirs = static_cast<uint32_t>(std::stoul(b)), ours = f->encode(x);
+      // E2M1 has no NaN: tiny sends NaN to the largest value, as the CUDA toolkit does
+      // (Fp4MatchesTheCudaToolkit); ml_dtypes to -0. Any NaN pattern is NaN.
+      if (std::isnan(x) && f == &formats.at("float4_e2m1fn")) continue;
+      if (std::isnan(f->decode(theirs))) ASSERT_TRUE(std::isnan(f->decode(ours))) << repr(x);
+      else ASSERT_EQ(ours, theirs) << f->name << " x = " << repr(x);
+      ++encoded;
+    }
+  }
+  EXPECT_EQ(decoded, 3 * 256 + 16);
+  EXPECT_GT(encoded, 10000);
+}
+
+TEST(Ch05_Floats, E8M0IsPowersOfTwoWithoutSignOrZero) {
+  // OCP MX v1.0, section 5.4.1: E8M0 is 2^(e - 127) for e = 0..254, and 0xFF is NaN.
+  EXPECT_EQ(kFormatE8M0.bits(), 8);
+  EXPECT_EQ(kFormatE8M0.decode(127), 1.0);
+  EXPECT_EQ(kFormatE8M0.decode(0), std::ldexp(1.0, -127));
+  EXPECT_EQ(kFormatE8M0.decode(254), std::ldexp(1.0, 127));
+  EXPECT_TRUE(std::isnan(kFormatE8M0.decode(255)));
+  EXPECT_EQ(kFormatE8M0.encode(1.5f), 128u);  // a tie goes up: 2 is the even multiple of 1
+  EXPECT_EQ(kFormatE8M0.encode(1.4f), 127u);
+  EXPECT_EQ(kFormatE8M0.encode(0.0f), 255u);   // no zero
+  EXPECT_EQ(kFormatE8M0.encode(-2.0f), 255u);  // no sign
+  EXPECT_EQ(kFormatE8M0.encode(1e-45f), 0u);   // nothing below 2^-127
+  EXPECT_EQ(kFormatE8M0.encode(3e38f), 255u);
+  EXPECT_EQ(kFormatE8M0.encode(3e38f, Overflow::Saturate), 254u);
+  EXPECT_EQ(kFormatE8M0.encode(INFINITY, Overflow::Saturate), 254u);
+  const FInfo i = kFormatE8M0.info();  // ml_dtypes.finfo(float8_e8m0fnu)
+  EXPECT_EQ(i.max, std::ldexp(1.0, 127));
+  EXPECT_EQ(i.smallest_normal, std::ldexp(1.0, -127));
+  EXPECT_EQ(i.smallest_subnormal, std::ldexp(1.0, -127));
+  EXPECT_EQ(i.eps, 1.0);
+  EXPECT_FALSE(i.has_inf);
+  EXPECT_TRUE(i.has_nan);
+}
+
+TEST(Ch05_Floats, ImpossibleLayoutsAreRefused) {
+  const FloatFormat e0m3{"e0m3", 0, 3, Specials::None};
+  EXPECT_TRUE(throws_with<ValueError>(
+      [&] { e0m3.decode(1); },
+      "float format 'e0m3' (E0M3) needs 1 to 11 exponent bits (double's range holds its values)"));
+  EXPECT_TRUE(throws_with<ValueError>([&] { e0m3.encode(1.0f); }, "(E0M3) needs 1 to 11"));
+  EXPECT_TRUE(throws_with<ValueError>([&] { e0m3.info(); }, "(E0M3) needs 1 to 11"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        FloatFormat{"ieee_e8m0", 8, 0, Specials::IEEE}.info();
+      },
+      "float format 'ieee_e8m0' (E8M0) has IEEE specials but no mantissa bit to tell NaN from "
+      "infinity"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        FloatFormat{"ue4m3", 4, 3, Specials::None, false}.encode(1.0f);
+      },
+      "float format 'ue4m3' (E4M3) has no NaN for the values it cannot hold (no sign or no zero)"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        FloatFormat{"m-1", 4, -1, Specials::None}.info();
+      },
+      "(E4M-1) needs 0 to 52 mantissa"));
+  EXPECT_TRUE(throws_with<ValueError>(
+      [] {
+        FloatFormat{"float64", 11, 52, Specials::IEEE}.decode(0);
+      },
+      "float format 'float64' (E11M52) is wider than the 32 bits encode() and decode() handle"));
+  EXPECT_EQ(FloatFormat({"float64", 11, 52, Specials::IEEE}).info().max,
+            std::numeric_limits<double>::max());
+  EXPECT_TRUE(throws_with<ValueError>([] { kFormatE4M3.decode(256); },
+                                      "float format 'float8_e4m3fn' has 8 bits; pattern 256 does "
+                                      "not fit"));
+  EXPECT_TRUE(throws_with<ValueError>([] { kFormatE8M0.decode(256); }, "pattern 256 does not fit"));
+}
+
 TEST(Ch05_Floats, TensorsConvertAndComputeInFloat32) {
   // 16-bit arithmetic: computed in float32, rounded once (tests/fixtures/pytorch_facts.txt,
   // section 6).
@@ -270,6 +379,82 @@ TEST(Ch05_Floats, Nvfp4BlockScalesFollowEachBlock) {
   const Tensor single = fp4_single_scale(x);
   EXPECT_GT(sum(single == 0.0).item(), 100);  // most of the small blocks vanish
   EXPECT_LT(sum(back == 0.0).item(), sum(single == 0.0).item());
+}
+
+// An NvFp4Tensor is a struct anyone can fill: each field that disagrees with the others, or
+// holds a code or scale the format does not define, is named instead of read out of bounds.
+TEST(Ch05_Floats, Nvfp4DequantizeChecksEveryField) {
+  const NvFp4Tensor good = nvfp4_quantize(arange(20.0).to(kFloat32).reshape({4, 5}));
+  ASSERT_EQ(good.block_scales.size(), 2u);  // 20 values: a block of 16 and one of 4
+  EXPECT_EQ(nvfp4_dequantize(good).shape(), (Shape{4, 5}));
+  auto refused = [&](auto change, const std::string& message) {
+    NvFp4Tensor q = good;
+    change(q);
+    return throws_with<ValueError>([&] { nvfp4_dequantize(q); }, "nvfp4_dequantize: " + message);
+  };
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.codes.pop_back(); },
+                      "codes has 19 values but shape [4, 5] has 20 elements"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.shape = {1000000}; },
+                      "codes has 20 values but shape [1000000] has 1000000 elements"));
+  EXPECT_TRUE(refused(
+      [](NvFp4Tensor& q) {
+        q.shape = {-4, -5};
+      },
+      "shape [-4, -5] has a negative size"));
+  EXPECT_TRUE(refused(
+      [](NvFp4Tensor& q) {
+        q.shape = {int64_t(1) << 62, 8};
+      },
+      "shape [4611686018427387904, 8] has more elements than int64 holds"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.block_scales.pop_back(); },
+                      "block_scales has 1 scales but 20 values in blocks of 16 need 2"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.block_scales.push_back(56); },
+                      "block_scales has 3 scales but 20 values in blocks of 16 need 2"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.codes[7] = 16; },
+                      "code 16 at index 7 is not a 4-bit E2M1 code (0 to 15)"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.block_scales[1] = 0x7F; },
+                      "block scale 127 of block 1 is NaN; block scales are non-negative E4M3 "
+                      "values (0 to 126)"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.block_scales[0] = 0x80 | 56; },
+                      "block scale 184 of block 0 has the sign bit set"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.tensor_scale = NAN; },
+                      "tensor_scale must be finite and not negative, got nan"));
+  EXPECT_TRUE(refused([](NvFp4Tensor& q) { q.tensor_scale = -1; },
+                      "tensor_scale must be finite and not negative, got -1.0"));
+}
+
+TEST(Ch05_Floats, Nvfp4QuantizeInputsBehaveAsDocumented) {
+  // Empty: no blocks, tensor scale 1; it comes back empty with its shape.
+  const NvFp4Tensor empty_q = nvfp4_quantize(zeros({0, 3}));
+  EXPECT_TRUE(empty_q.codes.empty() && empty_q.block_scales.empty());
+  EXPECT_EQ(empty_q.tensor_scale, 1.0f);
+  EXPECT_EQ(nvfp4_dequantize(empty_q).shape(), (Shape{0, 3}));
+  // 17 values: a last block of one value, scaled for that value alone, so that a value 2^-12
+  // times the others keeps E2M1's precision (one scale for all would flush it to zero).
+  std::vector<float> v(17, 6.0f);
+  v[16] = std::ldexp(0.5f, -11);
+  const NvFp4Tensor q = nvfp4_quantize(from_vector(v, {17}));
+  EXPECT_EQ(q.block_scales.size(), 2u);
+  const Tensor back = nvfp4_dequantize(q);
+  for (int64_t i = 0; i < 17; ++i)  // E2M1's half step (1/4 relative at worst) times E4M3's
+    EXPECT_NEAR(back.at({i}), v[i], std::fabs(v[i]) * 0.25 * 1.125) << i;
+  EXPECT_EQ(fp4_single_scale(from_vector(v, {17})).at({16}), 0.0);
+  // NaN and infinity have no E2M1 code; the integers are not floating point.
+  for (const char* op : {"nvfp4_quantize", "fp4_single_scale"}) {
+    auto run = [&](const Tensor& x) {
+      if (std::string(op) == "nvfp4_quantize") nvfp4_quantize(x);
+      else fp4_single_scale(x);
+    };
+    EXPECT_TRUE(throws_with<ValueError>(
+        [&] {
+          run(tensor({1.0, NAN}));
+        },
+        std::string(op) + ": the input has a non-finite value "
+                          "(nan at index 1), which FP4 (E2M1) cannot represent"));
+    EXPECT_TRUE(throws_with<ValueError>([&] { run(tensor({-INFINITY})); }, "(-inf at index 0)"));
+    EXPECT_TRUE(throws_with<TypeError>([&] { run(tensor({1})); },
+                                       std::string("\"") + op + "\" not implemented for 'Long'"));
+  }
 }
 
 // Tensor conversions take vectorised paths (F16C instructions where the processor has them,

@@ -2,10 +2,40 @@
 // files of their figures.
 #include "tiny/chapter.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 namespace tiny {
+
+namespace {
+// The library's error for a CSV folder that cannot be written, with the system's reason.
+RuntimeError csv_dir_error(const std::string& dir, const std::string& reason) {
+  std::string message("cannot write CSV files to '");
+  message += dir;
+  message += "': ";
+  message += reason;
+  return RuntimeError(message);
+}
+
+// Creates `dir` if needed and proves it writable by creating (and removing) a file in it, so that
+// a bad --csv folder stops the chapter before it prints anything rather than after.
+void prepare_csv_dir(const std::string& dir) {
+  if (dir.empty()) throw csv_dir_error(dir, "the folder name is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw csv_dir_error(dir, ec.message());
+  if (!std::filesystem::is_directory(dir, ec)) throw csv_dir_error(dir, "Not a directory");
+  const std::filesystem::path probe = std::filesystem::path(dir) / ".tiny_csv_write_check";
+  if (std::FILE* f = std::fopen(probe.c_str(), "w")) {
+    std::fclose(f);
+    std::filesystem::remove(probe, ec);
+  } else {
+    throw csv_dir_error(dir, std::strerror(errno));
+  }
+}
+}  // namespace
 
 std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
   std::optional<std::string> dir;
@@ -15,6 +45,7 @@ std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
     else if (arg.rfind("--csv=", 0) == 0) dir = arg.substr(6);
     else throw ValueError("unknown argument '" + arg + "' (the only option is --csv DIR)");
   }
+  if (dir) prepare_csv_dir(*dir);
   return dir;
 }
 
@@ -33,9 +64,19 @@ int run_chapter(int argc, char** argv,
 CsvFile::CsvFile(const std::string& dir, const std::string& name,
                  const std::vector<std::string>& header)
     : path_((std::filesystem::path(dir) / name).string()), columns_(header.size()) {
-  std::filesystem::create_directories(dir);
+  // The library's error, not std::filesystem_error, whatever is wrong with the folder.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw csv_dir_error(dir, ec.message());
+  errno = 0;
   out_.open(path_);
-  if (!out_) throw RuntimeError("cannot write " + path_);
+  if (!out_) {
+    std::string message("cannot write ");
+    message += path_;
+    message += ": ";
+    message += errno ? std::strerror(errno) : "the file could not be opened";
+    throw RuntimeError(message);
+  }
   for (size_t i = 0; i < header.size(); ++i) out_ << (i ? "," : "") << header[i];
   out_ << '\n';
 }

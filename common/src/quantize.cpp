@@ -6,6 +6,7 @@
 
 #include "dispatch.h"
 #include "internal.h"
+#include "tiny/format.h"
 #include "tiny/ops.h"
 
 namespace tiny {
@@ -21,6 +22,64 @@ Tensor as_float32(const Tensor& x, const char* op) {
                     dtype_legacy_name(x.dtype()) + "'");
   return x.detach().to(kFloat32).contiguous().cpu();
 }
+
+// Refuses NaN and infinity: E2M1 has neither, and one infinite value would make the tensor
+// scale infinite and every other value 0, a wrong answer without a word.
+void check_finite(const Tensor& in, const char* op) {
+  const float* p = in.data<float>();
+  for (int64_t i = 0; i < in.numel(); ++i)
+    if (!std::isfinite(p[i]))
+      throw ValueError(std::string(op) + ": the input has a non-finite value (" +
+                       (std::isnan(p[i]) ? "nan"
+                        : p[i] > 0       ? "inf"
+                                         : "-inf") +
+                       " at index " + std::to_string(i) + "), which FP4 (E2M1) cannot represent");
+}
+
+// The number of elements of `shape`, refusing negative sizes and a product beyond int64.
+int64_t checked_numel(const Shape& shape, const char* op) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s < 0)
+      throw ValueError(std::string(op) + ": shape " + detail::shape_str(shape) +
+                       " has a negative size");
+    if (__builtin_mul_overflow(n, s, &n))
+      throw ValueError(std::string(op) + ": shape " + detail::shape_str(shape) +
+                       " has more elements than int64 holds");
+  }
+  return n;
+}
+
+// An NvFp4Tensor is a plain struct that anyone can fill: before reading a single code, check
+// that its fields agree with each other (a code per element, a scale per block of kBlock) and
+// that every code and scale is one the format defines.
+void check_nvfp4(const NvFp4Tensor& q, const char* op) {
+  const int64_t n = checked_numel(q.shape, op), B = NvFp4Tensor::kBlock;
+  const std::string at = std::string(op) + ": ";
+  if (static_cast<uint64_t>(n) != q.codes.size())
+    throw ValueError(at + "codes has " + std::to_string(q.codes.size()) + " values but shape " +
+                     detail::shape_str(q.shape) + " has " + std::to_string(n) + " elements");
+  const int64_t blocks = (n + B - 1) / B;
+  if (static_cast<uint64_t>(blocks) != q.block_scales.size())
+    throw ValueError(at + "block_scales has " + std::to_string(q.block_scales.size()) +
+                     " scales but " + std::to_string(n) + " values in blocks of " +
+                     std::to_string(B) + " need " + std::to_string(blocks));
+  for (size_t i = 0; i < q.codes.size(); ++i)
+    if (q.codes[i] > 15)
+      throw ValueError(at + "code " + std::to_string(q.codes[i]) + " at index " +
+                       std::to_string(i) + " is not a 4-bit E2M1 code (0 to 15)");
+  // The block scales are non-negative E4M3 (the hardware's UE4M3): no sign bit, and not NaN.
+  for (size_t b = 0; b < q.block_scales.size(); ++b) {
+    const uint8_t s = q.block_scales[b];
+    if (s & 0x80u || std::isnan(kFormatE4M3.decode(s)))
+      throw ValueError(at + "block scale " + std::to_string(s) + " of block " + std::to_string(b) +
+                       (s & 0x80u ? " has the sign bit set" : " is NaN") +
+                       "; block scales are non-negative E4M3 values (0 to 126)");
+  }
+  if (!std::isfinite(q.tensor_scale) || q.tensor_scale < 0)
+    throw ValueError(at + "tensor_scale must be finite and not negative, got " +
+                     repr(static_cast<double>(q.tensor_scale)));
+}
 }  // namespace
 
 Tensor round_to_format(const Tensor& x, const FloatFormat& format, Overflow overflow) {
@@ -34,6 +93,7 @@ Tensor round_to_format(const Tensor& x, const FloatFormat& format, Overflow over
 
 NvFp4Tensor nvfp4_quantize(const Tensor& x) {
   const Tensor in = as_float32(x, "nvfp4_quantize");
+  check_finite(in, "nvfp4_quantize");
   const float* p = in.data<float>();
   const int64_t n = in.numel(), B = NvFp4Tensor::kBlock;
   NvFp4Tensor q;
@@ -61,6 +121,7 @@ NvFp4Tensor nvfp4_quantize(const Tensor& x) {
 }
 
 Tensor nvfp4_dequantize(const NvFp4Tensor& q) {
+  check_nvfp4(q, "nvfp4_dequantize");
   Tensor out = empty(q.shape, kFloat32);
   float* o = out.data<float>();
   for (size_t i = 0; i < q.codes.size(); ++i) {
@@ -73,6 +134,7 @@ Tensor nvfp4_dequantize(const NvFp4Tensor& q) {
 
 Tensor fp4_single_scale(const Tensor& x) {
   const Tensor in = as_float32(x, "fp4_single_scale");
+  check_finite(in, "fp4_single_scale");
   const float* p = in.data<float>();
   double amax = 0;
   for (int64_t i = 0; i < in.numel(); ++i)

@@ -15,7 +15,9 @@
 
 namespace tiny {
 
-/// The directory given as `--csv DIR` (or `--csv=DIR`), if any; other arguments are an error.
+/// The directory given as `--csv DIR` (or `--csv=DIR`), if any, created if missing; other
+/// arguments are an error, and so is a folder that cannot be created or written (RuntimeError
+/// "cannot write CSV files to 'DIR': <reason>"), so that a chapter fails before it runs.
 std::optional<std::string> csv_dir_from_args(int argc, char** argv);
 
 /// A chapter's main(): reads the command line, runs `body` with the CSV directory (if any),
@@ -28,7 +30,8 @@ int run_chapter(int argc, char** argv,
 /// holding a comma, a quote or a line break is quoted as Python's csv module writes it.
 class CsvFile {
  public:
-  /// Creates `dir`/`name` (and `dir` itself if needed) and writes the header.
+  /// Creates `dir`/`name` (and `dir` itself if needed) and writes the header; a folder or file
+  /// that cannot be written raises RuntimeError.
   CsvFile(const std::string& dir, const std::string& name, const std::vector<std::string>& header);
   /// Writes one row; each value is a string or a number.
   template <typename... Values> void row(const Values&... values) {

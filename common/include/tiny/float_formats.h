@@ -138,20 +138,27 @@ struct FInfo {
   bool has_nan;               ///< a NaN pattern exists
 };
 
-/// A binary floating-point format: one sign bit, `exponent_bits`, `mantissa_bits`, an exponent
-/// bias of 2^(exponent_bits - 1) - 1, and a rule for its special values. encode() and decode()
-/// handle formats of up to 32 bits; info() any.
+/// A binary floating-point format: a sign bit (unless `has_sign` is false), `exponent_bits`,
+/// `mantissa_bits`, an exponent bias of 2^(exponent_bits - 1) - 1, and a rule for its special
+/// values. encode() and decode() handle formats of up to 32 bits; info() any. A layout that
+/// cannot be a float format (no exponent bits, an IEEE format without a mantissa to tell
+/// infinity from NaN, a format with no NaN for the values it cannot hold) raises ValueError.
 struct FloatFormat {
   const char* name;   ///< "float8_e4m3fn", ...
-  int exponent_bits;  ///< width of the exponent field
-  int mantissa_bits;  ///< width of the mantissa (fraction) field
+  int exponent_bits;  ///< width of the exponent field (at least 1)
+  int mantissa_bits;  ///< width of the mantissa (fraction) field (0 for E8M0)
   Specials specials;  ///< what the all-ones exponent means
+  /// false: no sign bit; negative numbers become NaN (E8M0: "u" for unsigned in fnu).
+  bool has_sign = true;
+  /// false: an exponent field of 0 is a binade like the others (2^-bias), so there is no zero
+  /// and no subnormal; values below the smallest become the smallest, zero becomes NaN (E8M0).
+  bool has_subnormals = true;
 
   /// The exponent bias.
   int bias() const { return (1 << (exponent_bits - 1)) - 1; }
   /// Bits per value, sign included.
-  int bits() const { return 1 + exponent_bits + mantissa_bits; }
-  /// The value of a bit pattern (exact).
+  int bits() const { return (has_sign ? 1 : 0) + exponent_bits + mantissa_bits; }
+  /// The value of a bit pattern (exact); a pattern wider than the format raises ValueError.
   double decode(uint32_t pattern) const;
   /// The pattern nearest to `x` (ties to even), with `overflow` deciding out-of-range values.
   uint32_t encode(float x, Overflow overflow = Overflow::NonFinite) const;
@@ -171,5 +178,9 @@ inline constexpr FloatFormat kFormatE4M3{"float8_e4m3fn", 4, 3,
 inline constexpr FloatFormat kFormatE5M2{"float8_e5m2", 5, 2, Specials::IEEE};  ///< fp8, more range
 inline constexpr FloatFormat kFormatE2M1{"float4_e2m1", 2, 1,
                                          Specials::None};  ///< fp4 (NVFP4's values)
+/// The OCP MX block scale (ml_dtypes' float8_e8m0fnu): 8 exponent bits and nothing else, a power
+/// of two 2^(e - 127) for e = 0..254, and NaN at 0xFF. No sign, no zero, no infinity.
+inline constexpr FloatFormat kFormatE8M0{"float8_e8m0fnu", 8, 0, Specials::AllOnesIsNaN,
+                                         /*has_sign=*/false, /*has_subnormals=*/false};
 
 }  // namespace tiny

@@ -14,7 +14,9 @@
 namespace tiny {
 
 /// `x` (any floating dtype) with every element rounded to `format` and back: float32 values
-/// that the format represents exactly (fake quantisation).
+/// that the format represents exactly (fake quantisation). NaN stays NaN where the format has
+/// one (FP4 has none: NaN becomes its largest value, as the CUDA toolkit converts it); values
+/// beyond the format's range follow `overflow`. A non-floating `x` raises TypeError.
 Tensor round_to_format(const Tensor& x, const FloatFormat& format,
                        Overflow overflow = Overflow::NonFinite);
 
@@ -35,11 +37,18 @@ struct NvFp4Tensor {
 /// Quantises `x` to NVFP4. The tensor scale is amax / (6 * 448), so that the largest block scale
 /// (block amax / 6) lands at E4M3's maximum; each block's scale is its amax / 6 in those units,
 /// rounded to E4M3; each value is divided by its block's decoded scale and rounded to E2M1.
+/// Blocks run over the flattened tensor; the last is shorter when numel is not a multiple of 16,
+/// and an empty tensor has no blocks (and tensor scale 1, as has an all-zero one). A
+/// non-floating `x` raises TypeError; NaN or infinity, which E2M1 cannot hold, ValueError.
 NvFp4Tensor nvfp4_quantize(const Tensor& x);
 /// The float32 tensor an NVFP4 tensor stands for: code value x block scale x tensor scale.
+/// The struct's fields are checked against each other first, and any disagreement raises
+/// ValueError naming it: a code per element of `shape`, a scale per block of kBlock values,
+/// codes below 16, block scales that are non-negative and not NaN in E4M3, and a finite,
+/// non-negative tensor scale.
 Tensor nvfp4_dequantize(const NvFp4Tensor& q);
 /// FP4 with one float32 scale for the whole tensor (amax / 6) and no block scales, to show what
-/// the block scales buy; returned dequantised.
+/// the block scales buy; returned dequantised. Raises as nvfp4_quantize does.
 Tensor fp4_single_scale(const Tensor& x);
 
 }  // namespace tiny
