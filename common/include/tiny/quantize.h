@@ -16,7 +16,8 @@ namespace tiny {
 /// `x` (any floating dtype) with every element rounded to `format` and back: float32 values
 /// that the format represents exactly (fake quantisation). NaN stays NaN where the format has
 /// one (FP4 has none: NaN becomes its largest value, as the CUDA toolkit converts it); values
-/// beyond the format's range follow `overflow`. A non-floating `x` raises TypeError.
+/// beyond the format's range follow `overflow`. A non-floating `x` raises RuntimeError (PyTorch's
+/// "not implemented for").
 Tensor round_to_format(const Tensor& x, const FloatFormat& format,
                        Overflow overflow = Overflow::NonFinite);
 
@@ -39,7 +40,7 @@ struct NvFp4Tensor {
 /// rounded to E4M3; each value is divided by its block's decoded scale and rounded to E2M1.
 /// Blocks run over the flattened tensor; the last is shorter when numel is not a multiple of 16,
 /// and an empty tensor has no blocks (and tensor scale 1, as has an all-zero one). A
-/// non-floating `x` raises TypeError; NaN or infinity, which E2M1 cannot hold, ValueError.
+/// non-floating `x` raises RuntimeError; NaN or infinity, which E2M1 cannot hold, ValueError.
 NvFp4Tensor nvfp4_quantize(const Tensor& x);
 /// The float32 tensor an NVFP4 tensor stands for: code value x block scale x tensor scale.
 /// The struct's fields are checked against each other first, and any disagreement raises
