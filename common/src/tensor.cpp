@@ -250,10 +250,16 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   // A step past the end leaves at most one element, whose stride is never used (and the
   // product could overflow); otherwise the product is within the storage.
   if (shape[d] > 1) strides[d] = strides_[d] * step;
+  // Within the storage for any slice that reads something; only an empty tensor's saturated
+  // strides can take it past int64, and an empty slice reads nothing, so its offset stays put.
+  int64_t offset = 0;
+  if (detail::mul_overflows(b, strides_[d], &offset) ||
+      __builtin_add_overflow(offset, offset_, &offset))
+    offset = offset_;
   const Shape base = shape_;
   const DType dt = dtype_;
   return detail::record_view(
-      Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]), *this, "SliceBackward0",
+      Tensor(storage_, dtype_, shape, strides, offset), *this, "SliceBackward0",
       [base, dt, d, b, e, step](const Tensor& g) {
         return detail::scatter_into_zeros(
             g, base, dt, [d, b, e, step](const Tensor& z) { return z.slice(d, b, e, step); });
