@@ -221,6 +221,32 @@ TEST_P(MatmulBackends, SixteenBitProductsReadAnyLayout) {
   }
 }
 
+// An inner dimension of 0 is a sum of no products: zeros, as in PyTorch, on both backends (the
+// BLAS is not called with K = 0), batched, matrix-vector and dot, and with gradients (each input's
+// gradient is empty too).
+TEST_P(MatmulBackends, InnerDimensionZeroGivesZeros) {
+  for (DType dt : {kFloat32, kFloat64, kFloat16, kInt64}) {
+    const Tensor c = matmul(ones({3, 0}, dt), ones({0, 4}, dt));
+    EXPECT_EQ(c.shape(), (Shape{3, 4})) << dtype_name(dt);
+    EXPECT_EQ(c.tolist(), std::vector<double>(12, 0.0)) << dtype_name(dt);
+  }
+  const Tensor batched = matmul(full({2, 3, 0}, 5.0), full({2, 0, 4}, 5.0));
+  EXPECT_EQ(batched.shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(batched.tolist(), std::vector<double>(24, 0.0));
+  EXPECT_EQ(matmul(ones({2, 3, 0}), ones({0, 4})).shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(matmul(ones({3, 0}), ones({0})).tolist(), (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(matmul(ones({0}), ones({0})).item(), 0.0);
+  EXPECT_EQ(matmul(ones({0, 3}), ones({3, 4})).shape(), (Shape{0, 4}));
+  Tensor a = ones({3, 0}).requires_grad_(), b = ones({0, 4}).requires_grad_();
+  matmul(a, b).sum().backward();
+  EXPECT_EQ(a.grad().shape(), (Shape{3, 0}));
+  EXPECT_EQ(b.grad().shape(), (Shape{0, 4}));
+  Tensor m = ones({2, 0}).requires_grad_(), v = ones({0}).requires_grad_();
+  matmul(m, v).sum().backward();
+  EXPECT_EQ(m.grad().shape(), (Shape{2, 0}));
+  EXPECT_EQ(v.grad().shape(), (Shape{0}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, MatmulBackends,
                          ::testing::Values(MatmulBackend::Blas, MatmulBackend::Blocked),
                          [](const auto& info) {

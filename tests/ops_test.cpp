@@ -295,3 +295,23 @@ TEST(Ops, LargeTransposedInputsMatchFloat64) {
     ASSERT_TRUE(close(t3 * 2.0, reference_unary(t3, [](double x) { return 2 * x; }), 0, 0));
   }
 }
+
+// Numbers that are not finite are numbers like others in float arithmetic (Scalar used to cast
+// every float to int64, undefined for these); an integer tensor times NaN promotes to float.
+// An integer tensor clamped on one side only runs with the other bound infinite: that bound in
+// the integer type saturates instead of being an undefined cast.
+TEST(Ops, NonFiniteNumbersAndOneSidedIntegerClamps) {
+  const double nan = NAN, inf = INFINITY;
+  const std::vector<double> nans = (ones({2}) * nan).tolist();
+  EXPECT_TRUE(std::isnan(nans[0]) && std::isnan(nans[1]));
+  const Tensor ints = tensor({1, 5, -3});
+  const Tensor promoted = ints * nan;
+  EXPECT_EQ(promoted.dtype(), kFloat32);
+  EXPECT_TRUE(std::isnan(promoted.tolist()[2]));
+  EXPECT_EQ((ints * inf).tolist(), (std::vector<double>{inf, inf, -inf}));
+  EXPECT_EQ((ones({2}) * -inf).tolist(), (std::vector<double>{-inf, -inf}));
+  EXPECT_EQ(ints.clamp(0).tolist(), (std::vector<double>{1, 5, 0}));
+  EXPECT_EQ(ints.clamp(std::nullopt, 2).tolist(), (std::vector<double>{1, 2, -3}));
+  EXPECT_EQ(ints.clamp(0).dtype(), kInt64);
+  EXPECT_EQ(tensor({1, 5, -3}, kInt32).clamp(0).tolist(), (std::vector<double>{1, 5, 0}));
+}

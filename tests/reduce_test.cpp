@@ -112,6 +112,39 @@ TEST(Reduce, DtypeRulesAndErrors) {
                                         "Expected reduction dim to be specified"));
 }
 
+// Reductions over an empty dimension, as PyTorch gives them: a sum of nothing is 0, a mean of
+// nothing NaN, and max() refuses (there is no maximum); over a non-empty dimension of an empty
+// tensor, the result is empty.
+TEST(Reduce, EmptyDimensionsReduceAsPyTorch) {
+  const Tensor x = ones({3, 0});
+  EXPECT_EQ(x.sum({1}).tolist(), (std::vector<double>{0, 0, 0}));
+  const std::vector<double> means = x.mean({1}).tolist();
+  ASSERT_EQ(means.size(), 3u);
+  for (double m : means) EXPECT_TRUE(std::isnan(m));
+  EXPECT_EQ(ones({0, 3}).mean({1}).shape(), (Shape{0}));
+  EXPECT_EQ(ones({0, 3}).sum({1}, true).shape(), (Shape{0, 1}));
+  EXPECT_TRUE(throws_with<IndexError>([&] { max(x, 1); },
+                                      "max(): Expected reduction dim 1 to have non-zero size."));
+  EXPECT_EQ(max(ones({0, 3}), 1).values.shape(), (Shape{0}));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] { zeros({0}).max(); },
+      "max(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+      "reduction dim with the 'dim' argument."));
+}
+
+// softmax and log_softmax over an empty dimension: an empty result, with an empty gradient.
+TEST(Reduce, SoftmaxOverAnEmptyDimensionIsEmpty) {
+  EXPECT_EQ(softmax(ones({3, 0}), 1).shape(), (Shape{3, 0}));
+  EXPECT_EQ(log_softmax(ones({3, 0}), 1).shape(), (Shape{3, 0}));
+  EXPECT_EQ(softmax(ones({0, 3}), 1).shape(), (Shape{0, 3}));
+  Tensor x = ones({3, 0}).requires_grad_();
+  softmax(x, 1).sum().backward();
+  EXPECT_EQ(x.grad().shape(), (Shape{3, 0}));
+  Tensor y = ones({0, 2}).requires_grad_();
+  log_softmax(y, 0).sum().backward();
+  EXPECT_EQ(y.grad().shape(), (Shape{0, 2}));
+}
+
 TEST(Reduce, LongSumsStayAccurate) {
   // 1 + 10,000 x 0.0001 accumulated in float64 rounds once to float32; a float32 running sum
   // would drift (to 2.0001657, tests/fixtures/pytorch_facts.txt, section 6).

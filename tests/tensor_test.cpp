@@ -138,3 +138,128 @@ TEST(Device, CpuOnlyMachineReportsWhy) {
   }
   EXPECT_TRUE(ones({2}).to(Device::cpu()).defined());
 }
+
+// Sizes whose bytes overflow int64 are refused before any memory is asked for (they used to get
+// a tiny block that the fill overran); the message is PyTorch's.
+TEST(Tensor, FactoriesRefuseSizesWhoseBytesOverflow) {
+  const int64_t huge = int64_t(1) << 62;
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { ones({huge}); },
+      "Storage size calculation overflowed with sizes=[4611686018427387904]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { zeros({huge}); },
+      "Storage size calculation overflowed with sizes=[4611686018427387904]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { empty({huge}, kInt64); },
+      "Storage size calculation overflowed with sizes=[4611686018427387904]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({int64_t(1) << 40, int64_t(1) << 40});
+      },
+      "Storage size calculation overflowed with sizes=[1099511627776, 1099511627776]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({int64_t(1) << 31, int64_t(1) << 31, 4});
+      },
+      "Storage size calculation overflowed with sizes=[2147483648, 2147483648, 4]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        empty({huge, huge, 0});
+      },
+      "Storage size calculation overflowed with sizes=[4611686018427387904, "
+      "4611686018427387904, 0]"));
+  EXPECT_EQ(empty({0, huge, 4}).numel(), 0);  // PyTorch makes it too
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { arange(0, huge); },
+      "Storage size calculation overflowed with sizes=[4611686018427387904]"));
+}
+
+// eye's sizes are checked as PyTorch checks them (-1 is the declaration's "m omitted").
+TEST(Tensor, EyeRefusesNegativeSizes) {
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { eye(3, -2); }, "m must be greater or equal to 0, got -2"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { eye(-1); }, "n must be greater or equal to 0, got -1"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { eye(-2, 3); }, "n must be greater or equal to 0, got -2"));
+  EXPECT_EQ(eye(3, 0).shape(), (Shape{3, 0}));
+  EXPECT_EQ(eye(0).shape(), (Shape{0, 0}));
+}
+
+// arange with a bound that is not finite, a NaN step, or more elements than int64 counts:
+// PyTorch's checks, in its order (the count used to be an undefined float-to-int cast).
+TEST(Tensor, ArangeRefusesRangesItCannotCount) {
+  const double inf = INFINITY, nan = NAN;
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { arange(0, inf); }, "unsupported range: 0 -> inf"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { arange(0.5, inf); }, "unsupported range: 0.5 -> inf"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { arange(-inf, 0); }, "unsupported range: -inf -> 0"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { arange(nan, 5); }, "unsupported range: nan -> 5"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { arange(0, 5, nan); }, "step must be nonzero"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { arange(0.0, 1e19); }, "invalid size, possible overflow?"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { arange(0, 10, -inf); }, "upper bound and larger bound inconsistent with step sign"));
+  EXPECT_EQ(arange(0.0, 10.0, inf).numel(), 0);
+}
+
+// A float number into a tensor: infinities and NaN stay themselves in a float dtype; into an
+// integer dtype, a float the type cannot hold is PyTorch's error, not an undefined C++ cast.
+TEST(Tensor, FloatNumbersIntoIntegerTensorsAreChecked) {
+  const double inf = INFINITY, nan = NAN;
+  EXPECT_EQ(full({2}, -inf).tolist(), (std::vector<double>{-inf, -inf}));
+  EXPECT_TRUE(std::isnan(full({2}, nan).tolist()[1]));
+  EXPECT_EQ(full({2}, 3.7, kInt64).tolist(), (std::vector<double>{3, 3}));
+  EXPECT_EQ(full({2}, -3.7, kInt64).tolist(), (std::vector<double>{-3, -3}));
+  EXPECT_EQ(full({2}, nan, kBool).tolist(), (std::vector<double>{1, 1}));
+  for (double v : {nan, inf, -inf, 1e30})
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { full({2}, v, kInt64); },
+                                  "value cannot be converted to type int64_t without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { full({2}, 1e10, kInt32); },
+                                        "value cannot be converted to type int without overflow"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { ones({2}, kInt64).fill_(nan); },
+                                "value cannot be converted to type int64_t without overflow"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { scalar_tensor(nan, kInt64); },
+                                "value cannot be converted to type int64_t without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { tensor({nan}, kInt64); }, "value cannot be converted to type int64 without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { tensor({nan}, kInt32); }, "value cannot be converted to type int32 without overflow"));
+  EXPECT_EQ(tensor({2.5}, kInt64).item(), 2.0);
+  EXPECT_EQ(Scalar(nan).to_int(), INT64_MIN);
+  EXPECT_EQ(Scalar(-2.9).to_int(), -2);
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { scalar_tensor(NAN).item<int64_t>(); },
+                                "value cannot be converted to type int64_t without overflow"));
+  EXPECT_EQ(scalar_tensor(-7.5).item<int32_t>(), -7);
+}
+
+// A float tensor converted to an integer dtype: truncation, and NaN, infinities and values out
+// of range give the type's minimum, as PyTorch gives on x86 (measured with PyTorch 1.13).
+TEST(Tensor, FloatTensorsToIntegersAreDefinedForEveryValue) {
+  const double inf = INFINITY, nan = NAN, lo64 = -9223372036854775808.0, lo32 = -2147483648.0;
+  for (DType from : {kFloat32, kFloat64, kFloat16, kBFloat16}) {
+    const Tensor x = tensor({nan, inf, -inf, 1e30, -1e30, 2.5, -2.5}, from);
+    // float16 holds no 1e30: it is inf there, which gives the same answer.
+    EXPECT_EQ(x.to(kInt64).tolist(), (std::vector<double>{lo64, lo64, lo64, lo64, lo64, 2, -2}))
+        << dtype_name(from);
+    EXPECT_EQ(x.to(kInt32).tolist(), (std::vector<double>{lo32, lo32, lo32, lo32, lo32, 2, -2}))
+        << dtype_name(from);
+  }
+  EXPECT_EQ(tensor({3e9, 1e10}).to(kInt32).tolist(), (std::vector<double>{lo32, lo32}));
+  EXPECT_EQ(tensor({-2147483648.0}, kFloat64).to(kInt32).item(), lo32);
+  EXPECT_EQ(tensor({2147483647.0}, kFloat64).to(kInt32).item(), 2147483647.0);
+}
+
+// Element access on a huge tensor that owns little memory (an expanded one) reads in bounds.
+TEST(Tensor, AtOnAHugeExpandedTensorReadsItsOneElement) {
+  const Tensor x = full({1}, 5.0).expand({int64_t(1) << 62});
+  EXPECT_EQ(x.at({1000}), 5.0);
+  EXPECT_EQ(x.at({-1}), 5.0);
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] { x.at({int64_t(1) << 62}); },
+      "index 4611686018427387904 is out of bounds for dimension 0 with size 4611686018427387904"));
+}

@@ -294,3 +294,174 @@ TEST(Views, TIsTheMatrixTranspose) {
   EXPECT_TRUE(throws_with<RuntimeError>([] { (void)ones({2, 3, 4}).t(); },
                                         "t() expects a tensor with <= 2 dimensions, but self is 3D"));
 }
+
+// A 0-dim tensor has no dimension 0: the accessors that need one raise PyTorch's errors (they
+// used to index past an empty shape). Ops that accept dim 0 of a 0-dim tensor, as PyTorch's do
+// (sum(0), transpose(0, 0), unsqueeze(0)), still do.
+TEST(Views, ZeroDimTensorsHaveNoDimensionToAccess) {
+  const Tensor s = scalar_tensor(1.0);
+  EXPECT_TRUE(throws_with<IndexError>([&] { s.size(0); },
+                                      "Dimension specified as 0 but tensor has no dimensions"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { s.stride(0); },
+                                      "Dimension specified as 0 but tensor has no dimensions"));
+  EXPECT_TRUE(throws_with<IndexError>([&] { s.size(-1); },
+                                      "Dimension specified as -1 but tensor has no dimensions"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { s.narrow(0, 0, 1); },
+                                        "narrow() cannot be applied to a 0-dim tensor."));
+  EXPECT_TRUE(throws_with<IndexError>([&] { s.slice(0, 0, 1); },
+                                      "slice() cannot be applied to a 0-dim tensor."));
+  EXPECT_EQ(s.transpose(0, -1).dim(), 0);
+  EXPECT_EQ(s.unsqueeze(0).shape(), (Shape{1}));
+  EXPECT_EQ(s.squeeze(0).dim(), 0);
+  EXPECT_EQ(s.sum({0}).item(), 1.0);
+}
+
+// Arguments whose arithmetic overflows int64 get PyTorch 1.13's errors instead of a wrapped
+// size: a narrow's start + length, an expand to more elements than int64 counts or to a
+// negative size, a reshape whose sizes multiply past int64.
+TEST(Views, OverflowingViewArgumentsAreRefused) {
+  const Tensor x = ones({3});
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { x.narrow(0, 1, INT64_MAX); },
+      "start (1) + length (9223372036854775807) exceeds dimension size (3)."));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.narrow(0, 1, -1); },
+                                        "start (1) + length (-1) exceeds dimension size (3)."));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { x.narrow(0, -1, 2); },
+                                        "start (2) + length (2) exceeds dimension size (3)."));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] { x.narrow(0, 4, 0); },
+      "Dimension out of range (expected to be in range of [-3, 2], but got 4)"));
+  EXPECT_EQ(x.narrow(0, 3, 0).numel(), 0);
+  EXPECT_EQ(x.narrow(0, -3, 1).numel(), 1);
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}).expand({-2}); },
+                                        "numel: integer multiplication overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({1}).expand({-2, 3});
+      },
+      "numel: integer multiplication overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({1}).expand({-1, 3});
+      },
+      "The expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension 0"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({2}).expand({int64_t(1) << 62, int64_t(1) << 62, 2});
+      },
+      "numel: integer multiplication overflow"));
+  EXPECT_EQ(ones({1}).expand({-1}).shape(), (Shape{1}));
+  const Tensor big = ones({1}).expand({int64_t(1) << 62});  // stride 0: one element of memory
+  EXPECT_EQ(big.numel(), int64_t(1) << 62);
+  EXPECT_EQ(big.at({1000}), 1.0);
+  const Tensor twelve = arange(12.0);
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        twelve.reshape({int64_t(1) << 62, int64_t(1) << 62, -1});
+      },
+      "shape '[4611686018427387904, 4611686018427387904, -1]' is invalid for input of size 12"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        twelve.reshape({int64_t(1) << 62, 4});
+      },
+      "shape '[4611686018427387904, 4]' is invalid for input of size 12"));
+}
+
+// An empty tensor reshaped: the sizes still may not multiply past int64 (they used to wrap to 0,
+// a shape claiming 2^64 elements), and -1 next to a 0 is ambiguous, as PyTorch says.
+TEST(Views, ReshapeOfAnEmptyTensor) {
+  const Tensor e = zeros({0});
+  EXPECT_EQ(e.reshape({-1}).shape(), (Shape{0}));
+  EXPECT_EQ(e.view({2, 0, 5}).shape(), (Shape{2, 0, 5}));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        e.reshape({int64_t(1) << 32, int64_t(1) << 32});
+      },
+      "numel: integer multiplication overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        e.reshape({int64_t(1) << 62, int64_t(1) << 62, 0});
+      },
+      "numel: integer multiplication overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        e.reshape({-1, 0});
+      },
+      "cannot reshape tensor of 0 elements into shape [-1, 0] because the unspecified "
+      "dimension size -1 can be any value and is ambiguous"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        e.reshape({int64_t(1) << 40, int64_t(1) << 40, 0, -1});
+      },
+      "cannot reshape tensor of 0 elements into shape [1099511627776, 1099511627776, 0, -1] "
+      "because the unspecified dimension size -1 can be any value and is ambiguous"));
+}
+
+// A step past the end takes the first element, as Python's slicing does; (len + step - 1) / step
+// used to overflow to a negative size, read as empty. (PyTorch 1.13 overflows the same way and
+// refuses it; later versions and Python give one element.)
+TEST(Views, SliceWithAHugeStepTakesOneElement) {
+  const Tensor x = arange(3.0);
+  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MAX).tolist(), (std::vector<double>{0}));
+  EXPECT_EQ(x.slice(0, 1, std::nullopt, INT64_MAX).tolist(), (std::vector<double>{1}));
+  EXPECT_EQ(x.slice(0, 3, std::nullopt, INT64_MAX).numel(), 0);
+  const Tensor m = arange(6.0).reshape({2, 3});
+  EXPECT_EQ(m.slice(1, 1, std::nullopt, INT64_MAX).tolist(), (std::vector<double>{1, 4}));
+}
+
+// The public constructor takes any layout, so it checks the layout fits its storage (PyTorch's
+// as_strided checks and texts); the views the library makes always pass.
+TEST(Views, HandMadeLayoutsMustFitTheirStorage) {
+  const auto storage = ones({2}).storage();  // 8 bytes
+  EXPECT_EQ(Tensor(storage, kFloat32, {2}, {1}, 0).sum().item(), 2.0);
+  EXPECT_EQ(Tensor(storage, kFloat32, {1}, {1}, 1).item(), 1.0);
+  EXPECT_EQ(Tensor(storage, kFloat32, {0}, {1}, 2).numel(), 0);
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { Tensor(storage, kFloat32, {4}, {1}, 0); },
+      "setStorage: sizes [4], strides [1], storage offset 0, and itemsize 4 requiring a storage "
+      "size of 16 are out of bounds for storage of size 8"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { Tensor(storage, kFloat64, {2}, {1}, 0); },
+      "setStorage: sizes [2], strides [1], storage offset 0, and itemsize 8 requiring a storage "
+      "size of 16 are out of bounds for storage of size 8"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { Tensor(storage, kFloat32, {2}, {-1}, 1); },
+      "as_strided: Negative strides are not supported at the moment, got strides: [-1]"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { Tensor(storage, kFloat32, {1}, {1}, -1); },
+                                        "Tensor: invalid storage offset -1"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { Tensor(storage, kFloat32, {-2}, {1}, 0); },
+      "Storage size calculation overflowed with sizes=[-2] and strides=[1]"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] {
+        Tensor(storage, kFloat32, {2, 2}, {INT64_MAX, 1}, 0);
+      },
+      "Storage size calculation overflowed with sizes=[2, 2] and strides=[9223372036854775807, "
+      "1]"));
+}
+
+// Writing through an expanded view would write one element many times: refused as PyTorch does
+// for copy_ and in-place ops. Filling writes the same value everywhere, which PyTorch allows.
+TEST(Views, WritesThroughExpandedViewsAreRefused) {
+  const char* overlap =
+      "unsupported operation: more than one element of the written-to tensor refers to a single "
+      "memory location. Please clone() the tensor before performing the operation.";
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}).expand({3}).copy_(ones({3})); }, overlap));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        ones({4}).expand({2, 3, 4}).copy_(ones({4}));
+      },
+      overlap));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}).expand({3}).add_(1); }, overlap));
+  EXPECT_EQ(ones({1}).expand({0}).copy_(ones({0})).numel(), 0);
+}
+
+// Filling an expanded view writes one value to each element it reads: allowed, as in PyTorch.
+TEST(Views, FillingAnExpandedViewFillsWhatItReads) {
+  Tensor base = zeros({2, 1});
+  Tensor e = base.expand({2, 3});
+  e.fill_(7);
+  EXPECT_EQ(base.tolist(), (std::vector<double>{7, 7}));
+  e.zero_();
+  EXPECT_EQ(e.tolist(), (std::vector<double>(6, 0.0)));
+}

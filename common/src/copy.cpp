@@ -62,7 +62,18 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 
 Tensor& Tensor::fill_(Scalar value) {
   detail::op_device("fill_", {this});
-  return copy_(scalar_tensor(value, dtype_));  // a 0-dim CPU tensor: a number to any device
+  const Tensor number = scalar_tensor(value, dtype_);  // a 0-dim CPU tensor: a number to any device
+  // An expanded view (stride 0) reads some elements many times. PyTorch fills it all the same
+  // (every write is the same value), where copy_ refuses it; so fill each element it reads once,
+  // through the view with those dimensions cut to size 1. (With autograd involved, copy_ decides.)
+  Shape once = shape_;
+  for (size_t d = 0; d < once.size(); ++d)
+    if (strides_[d] == 0) once[d] = std::min<int64_t>(once[d], 1);
+  if (once != shape_ && !requires_grad()) {
+    Tensor(storage_, dtype_, once, strides_, offset_).copy_(number);
+    return *this;
+  }
+  return copy_(number);
 }
 
 Tensor& Tensor::operator=(Scalar value) && { return fill_(value); }

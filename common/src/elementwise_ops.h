@@ -23,6 +23,20 @@
 
 namespace tiny::ops {
 
+/// An op's number in the compute type T. For an integer T a double cast would be undefined
+/// for what the number can be here (clamp's missing bound is an infinity), so it saturates:
+/// -inf and +inf become T's minimum and maximum, and NaN becomes 0.
+template <typename T> TINY_HD inline T scalar_as(double v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    constexpr T kMax = static_cast<T>(~static_cast<std::make_unsigned_t<T>>(0) >> 1);
+    constexpr double kLimit = 2.0 * static_cast<double>(kMax / 2 + 1);  // kMax + 1, exact
+    if (!(v == v)) return T(0);
+    if (v >= kLimit) return kMax;
+    if (v < -kLimit) return static_cast<T>(-kMax - 1);
+  }
+  return static_cast<T>(v);
+}
+
 /// The numbers an op takes besides its tensors; each op documents what `a` and `b` mean.
 struct Scalars {
   double a = 0, b = 0;
@@ -118,7 +132,7 @@ template <typename T> TINY_HD T min_of(T x, T y) { return y < x ? y : x; }
   TINY_HD TINY_INLINE auto math(T x, [[maybe_unused]] T y = T(),                        \
                                 [[maybe_unused]] T z = T()) const {                      \
     using namespace ::tiny::ops::fn;                                                     \
-    [[maybe_unused]] const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);           \
+    [[maybe_unused]] const T a = scalar_as<T>(p.a), b = scalar_as<T>(p.b);               \
     return EXPR;                                                                         \
   }
 

@@ -1,6 +1,8 @@
 // factories.cpp: tensors made from nothing (empty, zeros, ones, full, arange, eye) or from
 // numbers (tensor, scalar_tensor), each on the device asked for.
 #include <cmath>
+#include <limits>
+#include <sstream>
 
 #include "backend.h"
 #include "internal.h"
@@ -16,8 +18,14 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
     if (s < 0)
       throw RuntimeError("Trying to create tensor with negative dimension " + std::to_string(s) +
                          ": " + detail::shape_str(shape));
-  const int64_t n = shape_numel(shape);
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(n) * element_size(dtype), device);
+  // The bytes, numel times itemsize, checked as PyTorch checks them: a size that wraps around
+  // would get a small block that the fill then overruns.
+  int64_t nbytes = static_cast<int64_t>(element_size(dtype));
+  for (int64_t s : shape)
+    if (detail::mul_overflows(nbytes, s, &nbytes))
+      throw RuntimeError("Storage size calculation overflowed with sizes=" +
+                         detail::shape_str(shape));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
@@ -40,6 +48,47 @@ Tensor arange(Scalar end, std::optional<DType> dtype, Device device) {
   return arange(0, end, 1, dtype, device);
 }
 
+namespace {
+
+// A number as PyTorch's messages print a Scalar: integers as integers, floats as a C++ stream
+// prints a double ("0.5", "1e-07", "inf").
+std::string scalar_str(const Scalar& s) {
+  if (s.kind() != Scalar::Kind::Float) return std::to_string(s.to_int());
+  std::ostringstream os;
+  os << s.to_double();
+  return os.str();
+}
+
+// The C++ type PyTorch's messages name for a dtype's element.
+const char* cpp_type_name(DType dt) {
+  switch (dt) {
+    case kInt64: return "int64_t";
+    case kInt32: return "int";
+    case kFloat16: return "at::Half";
+    case kBFloat16: return "at::BFloat16";
+    case kFloat64: return "double";
+    case kBool: return "bool";
+    default: return "float";
+  }
+}
+
+// A number stored as an element of type T. A float that an integer type cannot hold (NaN, an
+// infinity, out of range) is PyTorch's error, never a C++ cast, which would be undefined.
+template <typename T> T number_to(const Scalar& s, const char* type_name) {
+  if (s.kind() != Scalar::Kind::Float) return detail::convert<T>(s.to_int());
+  const double v = s.to_double();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+    constexpr double hi = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
+    if (!(v >= lo && v < hi))
+      throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                         " without overflow");
+  }
+  return detail::convert<T>(v);
+}
+
+}  // namespace
+
 // The values are computed on the host and moved once: for the sizes these are made at, one copy
 // beats a kernel per element.
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype, Device device) {
@@ -47,10 +96,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
                          step.kind() == Scalar::Kind::Float;
   const DType dt = dtype.value_or(any_float ? kFloat32 : kInt64);
   const double b = start.to_double(), e = end.to_double(), s = step.to_double();
-  if (s == 0) throw RuntimeError("step must be nonzero");
+  // PyTorch's checks, in its order; a NaN step fails the first.
+  if (!(s > 0 || s < 0)) throw RuntimeError("step must be nonzero");
+  if (!std::isfinite(b) || !std::isfinite(e))
+    throw RuntimeError("unsupported range: " + scalar_str(start) + " -> " + scalar_str(end));
   if ((s > 0 && e < b) || (s < 0 && e > b))
     throw RuntimeError("upper bound and larger bound inconsistent with step sign");
-  const int64_t n = static_cast<int64_t>(std::ceil((e - b) / s));
+  // The count as a double first: converting one past int64's range would be undefined.
+  const double count = std::ceil((e - b) / s);
+  if (!(count >= 0 && count < 0x1p63)) throw RuntimeError("invalid size, possible overflow?");
+  const int64_t n = static_cast<int64_t>(count);
   Tensor out = empty({n}, dt);
   dispatch_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
@@ -60,7 +115,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
 }
 
 Tensor eye(int64_t n, int64_t m, DType dtype, Device device) {
-  if (m < 0) m = n;
+  // -1 is how the declaration says "m omitted"; any other negative size is PyTorch's error.
+  if (n < 0) throw RuntimeError("n must be greater or equal to 0, got " + std::to_string(n));
+  if (m == -1) m = n;
+  if (m < 0) throw RuntimeError("m must be greater or equal to 0, got " + std::to_string(m));
   Tensor out = zeros({n, m}, dtype);
   for (int64_t i = 0; i < std::min(n, m); ++i) out.index({i, i}) = 1;
   return out.to(device);
@@ -102,10 +160,8 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
   Tensor out = empty(shape, dt);
   dispatch_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
-    for (size_t i = 0; i < flat.size(); ++i) {
-      if (flat[i].kind() == Scalar::Kind::Float) p[i] = detail::convert<T>(flat[i].to_double());
-      else p[i] = detail::convert<T>(flat[i].to_int());
-    }
+    // torch.tensor names the dtype its own way here: "int64", not "int64_t".
+    for (size_t i = 0; i < flat.size(); ++i) p[i] = number_to<T>(flat[i], dtype_name(dt));
   });
   return out.to(device);
 }
@@ -113,11 +169,7 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
 Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
   const DType dt = dtype.value_or(s.default_dtype());
   Tensor out = empty({}, dt);
-  dispatch_dtype(dt, [&]<typename T>() {
-    T* p = out.data<T>();
-    if (s.kind() == Scalar::Kind::Float) *p = detail::convert<T>(s.to_double());
-    else *p = detail::convert<T>(s.to_int());
-  });
+  dispatch_dtype(dt, [&]<typename T>() { *out.data<T>() = number_to<T>(s, cpp_type_name(dt)); });
   return out.to(device);
 }
 

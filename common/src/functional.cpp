@@ -36,7 +36,9 @@ Tensor log_softmax(const Tensor& input, int64_t dim) {
   require_floating("log_softmax", x);
   dim = wrap_dim(dim, x.dim());
   Tensor out;
-  {
+  if (x.numel() == 0) {
+    out = empty(x.shape(), x.dtype(), x.device());  // nothing to normalise (max would refuse)
+  } else {
     NoGradGuard values_only;
     const Tensor shifted = sub(x, max(x, dim, true).values);
     out = sub(shifted, log(sum(exp(shifted), {dim}, true)));
@@ -60,7 +62,9 @@ Tensor softmax(const Tensor& input, int64_t dim) {
   require_floating("softmax", x);
   dim = wrap_dim(dim, x.dim());
   Tensor out;
-  {
+  if (x.numel() == 0) {
+    out = empty(x.shape(), x.dtype(), x.device());  // nothing to normalise (max would refuse)
+  } else {
     NoGradGuard values_only;
     const Tensor e = exp(sub(x, max(x, dim, true).values));
     out = div(e, sum(e, {dim}, true));

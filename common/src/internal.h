@@ -20,16 +20,25 @@
 namespace tiny::detail {
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
-/// arithmetic type; to bool means "not zero".
+/// arithmetic type; to bool means "not zero". A float to an integer type truncates; NaN, the
+/// infinities and values outside the type's range give its minimum, which is what x86's
+/// conversion instruction (and so PyTorch on a PC) gives, where a C++ cast would be undefined.
 template <typename D, typename S> TINY_HD inline D convert(S s) {
+  using A = opmath_t<S>;
   if constexpr (std::is_same_v<D, S>) {
     return s;
   } else if constexpr (std::is_same_v<D, bool>) {
-    return static_cast<opmath_t<S>>(s) != opmath_t<S>(0);
+    return static_cast<A>(s) != A(0);
   } else if constexpr (std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>) {
-    return D(static_cast<float>(static_cast<opmath_t<S>>(s)));
+    return D(static_cast<float>(static_cast<A>(s)));
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<A>) {
+    static_assert(std::is_signed_v<D>, "the library's integer dtypes are signed");
+    constexpr D kMin = static_cast<D>(uint64_t(1) << (8 * sizeof(D) - 1));
+    constexpr A kLimit = -static_cast<A>(kMin);  // 2^(bits - 1), exact in any float type
+    const A a = static_cast<A>(s);
+    return a >= -kLimit && a < kLimit ? static_cast<D>(a) : kMin;
   } else {
-    return static_cast<D>(static_cast<opmath_t<S>>(s));
+    return static_cast<D>(static_cast<A>(s));
   }
 }
 
@@ -297,6 +306,13 @@ inline std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t
   if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return BlasLayout{false, rs};
   if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return BlasLayout{true, cs};
   return std::nullopt;
+}
+
+/// a * b in `out`; true when the product overflows int64 (`out` is then meaningless). Every
+/// size, byte count, stride and offset the library computes from a user's numbers goes
+/// through this, so an overflow becomes PyTorch's error instead of a wrapped number.
+inline bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
 }
 
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.

@@ -192,7 +192,9 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   if (b.dim() == 2) {  // (..., M, K) @ (K, N): fold the batch into the rows
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
     out_shape.push_back(N);
-    return unsafe_view(product("MmBackward0", a.reshape({-1, K}), b), out_shape);
+    // The rows are counted, not inferred: with K = 0, reshape({-1, 0}) is ambiguous.
+    const int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
+    return unsafe_view(product("MmBackward0", a.reshape({rows, K}), b), out_shape);
   }
   // Batched: broadcast the batch dimensions, then one batched product.
   const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;

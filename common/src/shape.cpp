@@ -13,7 +13,9 @@ namespace tiny {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape)
+    if (detail::mul_overflows(n, s, &n))
+      throw RuntimeError("numel: integer multiplication overflow");
   return n;
 }
 
@@ -22,12 +24,17 @@ Strides contiguous_strides(const Shape& shape) {
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
-    step *= std::max<int64_t>(shape[i], 1);
+    // Only a shape holding a 0 can have strides past int64 (a tensor with elements has its
+    // bytes checked when it is made); it never steps along them, so they saturate.
+    if (detail::mul_overflows(step, std::max<int64_t>(shape[i], 1), &step)) step = INT64_MAX;
   }
   return strides;
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim) {
+int64_t wrap_dim(int64_t dim, int64_t ndim, bool wrap_scalar) {
+  if (ndim == 0 && !wrap_scalar)
+    throw IndexError("Dimension specified as " + std::to_string(dim) +
+                     " but tensor has no dimensions");
   const int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1
   if (dim < -n || dim >= n)
     throw IndexError("Dimension out of range (expected to be in range of [" + std::to_string(-n) +
@@ -60,6 +67,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 Shape infer_size(const Shape& shape, int64_t numel) {
   Shape out = shape;
   int64_t known = 1;
+  bool overflow = false;  // the known sizes multiply past int64: no numel can match them
   std::optional<size_t> unknown;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -68,15 +76,25 @@ Shape infer_size(const Shape& shape, int64_t numel) {
     } else if (shape[i] < 0) {
       throw RuntimeError("invalid shape dimension " + std::to_string(shape[i]));
     } else {
-      known *= shape[i];
+      overflow |= detail::mul_overflows(known, shape[i], &known);
     }
   }
-  if (unknown && known != 0 && numel % known == 0) out[*unknown] = numel / known;
-  else if (unknown && known == 0 && numel == 0) out[*unknown] = 0;  // ambiguous; PyTorch errors too
-  if (shape_numel(out) != numel || (unknown && known == 0))
-    throw RuntimeError("shape '" + detail::shape_str(shape) + "' is invalid for input of size " +
-                       std::to_string(numel));
-  return out;
+  if (!unknown) {
+    // Sizes that multiply past int64 cannot match a non-empty tensor; with an empty one, they
+    // are PyTorch's numel overflow.
+    if (!overflow && known == numel) return out;
+    if (overflow && numel == 0) throw RuntimeError("numel: integer multiplication overflow");
+  } else if (numel == 0 && (known == 0 || overflow)) {
+    throw RuntimeError("cannot reshape tensor of 0 elements into shape " +
+                       detail::shape_str(shape) +
+                       " because the unspecified dimension size -1 can be any value and is "
+                       "ambiguous");
+  } else if (!overflow && known != 0 && numel % known == 0) {
+    out[*unknown] = numel / known;
+    return out;
+  }
+  throw RuntimeError("shape '" + detail::shape_str(shape) + "' is invalid for input of size " +
+                     std::to_string(numel));
 }
 
 // The rule behind view(): walk the old dimensions from the last, grouping them into chunks

@@ -73,17 +73,65 @@ IndexList::IndexList(std::initializer_list<std::variant<int, int64_t, Slice>> li
 }
 // ---- Tensor: what it is -----------------------------------------------------------------------
 
+namespace {
+
+// Refuses a layout that reads outside `storage` (PyTorch's checks in as_strided / setStorage):
+// every view the library makes passes, so only a hand-made layout can fail.
+void check_layout(const Storage& storage, DType dtype, const Shape& shape, const Strides& strides,
+                  int64_t offset) {
+  if (shape.size() != strides.size()) throw RuntimeError("mismatch in length of strides and shape");
+  for (int64_t st : strides)
+    if (st < 0)
+      throw RuntimeError(
+          "as_strided: Negative strides are not supported at the moment, got "
+          "strides: " +
+          detail::shape_str(strides));
+  if (offset < 0) throw RuntimeError("Tensor: invalid storage offset " + std::to_string(offset));
+  // The storage must hold the farthest element: offset + sum (size - 1) * stride, plus one.
+  // A tensor with no element needs no storage (and never steps along its strides).
+  int64_t needed = 1;  // elements, from the offset on
+  bool overflow = false, empty = false;
+  for (int64_t size : shape) {
+    overflow |= size < 0;
+    empty |= size == 0;
+  }
+  for (size_t d = 0; d < shape.size() && !empty; ++d) {
+    int64_t reach = 0;
+    overflow |= detail::mul_overflows(shape[d] - 1, strides[d], &reach) ||
+                __builtin_add_overflow(needed, reach, &needed);
+  }
+  const int64_t itemsize = static_cast<int64_t>(element_size(dtype));
+  int64_t bytes = 0;
+  if (!empty && !overflow)
+    overflow |= __builtin_add_overflow(needed, offset, &bytes) ||
+                detail::mul_overflows(bytes, itemsize, &bytes);
+  if (overflow)
+    throw RuntimeError("Storage size calculation overflowed with sizes=" +
+                       detail::shape_str(shape) + " and strides=" + detail::shape_str(strides));
+  if (bytes > static_cast<int64_t>(storage.nbytes()))
+    throw RuntimeError("setStorage: sizes " + detail::shape_str(shape) + ", strides " +
+                       detail::shape_str(strides) + ", storage offset " + std::to_string(offset) +
+                       ", and itemsize " + std::to_string(itemsize) +
+                       " requiring a storage size of " + std::to_string(bytes) +
+                       " are out of bounds for storage of size " +
+                       std::to_string(storage.nbytes()));
+}
+
+}  // namespace
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
                int64_t offset)
     : storage_(std::move(storage)),
       dtype_(dtype),
       shape_(std::move(shape)),
       strides_(std::move(strides)),
-      offset_(offset) {}
+      offset_(offset) {
+  if (storage_) check_layout(*storage_, dtype_, shape_, strides_, offset_);
+}
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
-int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim())]; }
-int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim(d, dim())]; }
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), false)]; }
+int64_t Tensor::stride(int64_t d) const { return strides_[wrap_dim(d, dim(), false)]; }
 int64_t Tensor::numel() const { return shape_numel(shape_); }
 
 void* Tensor::data_ptr() const {
@@ -131,8 +179,8 @@ Tensor Tensor::t() const {
                        std::to_string(dim()) + "D");
   Shape shape(shape_.rbegin(), shape_.rend());
   Strides strides(strides_.rbegin(), strides_.rend());
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,
-                             "TBackward0", [](const Tensor& g) { return g.t(); });
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this, "TBackward0",
+                             [](const Tensor& g) { return g.t(); });
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
@@ -197,12 +245,21 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   const int64_t e = std::max(clamp(stop, n), b);
   Shape shape = shape_;
   Strides strides = strides_;
-  shape[d] = (e - b + step - 1) / step;
-  strides[d] = strides_[d] * step;
+  // ceil((e - b) / step), written so that a huge step cannot overflow.
+  shape[d] = e == b ? 0 : (e - b - 1) / step + 1;
+  // A step past the end leaves at most one element, whose stride is never used (and the
+  // product could overflow); otherwise the product is within the storage.
+  if (shape[d] > 1) strides[d] = strides_[d] * step;
+  // Within the storage for any slice that reads something; only an empty tensor's saturated
+  // strides can take it past int64, and an empty slice reads nothing, so its offset stays put.
+  int64_t offset = 0;
+  if (detail::mul_overflows(b, strides_[d], &offset) ||
+      __builtin_add_overflow(offset, offset_, &offset))
+    offset = offset_;
   const Shape base = shape_;
   const DType dt = dtype_;
   return detail::record_view(
-      Tensor(storage_, dtype_, shape, strides, offset_ + b * strides_[d]), *this, "SliceBackward0",
+      Tensor(storage_, dtype_, shape, strides, offset), *this, "SliceBackward0",
       [base, dt, d, b, e, step](const Tensor& g) {
         return detail::scatter_into_zeros(
             g, base, dt, [d, b, e, step](const Tensor& z) { return z.slice(d, b, e, step); });
@@ -210,12 +267,15 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  if (dim() == 0) throw RuntimeError("narrow() cannot be applied to a 0-dim tensor.");
   d = wrap_dim(d, dim());
   const int64_t n = shape_[d];
-  if (start < 0) start += n;
-  if (start < 0 || length < 0 || start + length > n)
-    throw IndexError("start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
-                     ") exceeds dimension size (" + std::to_string(n) + ").");
+  // PyTorch wraps a start in [-n, n] as a dimension is wrapped, with the same message.
+  if (start != n) start = wrap_dim(start, n);
+  // Compared as length > n - start, because start + length can overflow.
+  if (length < 0 || length > n - start)
+    throw RuntimeError("start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
+                       ") exceeds dimension size (" + std::to_string(n) + ").");
   return slice(d, start, start + length);
 }
 
@@ -251,9 +311,11 @@ Tensor Tensor::expand(const Shape& shape) const {
   for (int64_t i = n - 1; i >= 0; --i) {
     const int64_t j = i - (n - dim());  // the matching dimension of this tensor, if any
     if (j < 0) {
-      if (shape[i] < 0)
-        fail("The expanded size of the tensor (" + std::to_string(shape[i]) +
-             ") isn't allowed in a leading, non-existing dimension " + std::to_string(i) + ".");
+      if (shape[i] == -1)
+        throw RuntimeError(
+            "The expanded size of the tensor (-1) isn't allowed in a leading, "
+            "non-existing dimension " +
+            std::to_string(i));
       out_shape[i] = shape[i];
       out_strides[i] = 0;
       continue;
@@ -271,6 +333,11 @@ Tensor Tensor::expand(const Shape& shape) const {
            ") at non-singleton dimension " + std::to_string(i) + ".");
     }
   }
+  // Any other negative size (-2 where a size-1 dimension or a new one is) is refused the way
+  // PyTorch 1.13 refuses it: its numel, computed unsigned, overflows. So does a true overflow.
+  for (int64_t s : out_shape)
+    if (s < 0) throw RuntimeError("numel: integer multiplication overflow");
+  shape_numel(out_shape);
   // The gradient of a broadcast is summed back by the tape (see autograd_internal.h).
   return detail::record_view(Tensor(storage_, dtype_, out_shape, out_strides, offset_), *this,
                              "ExpandBackward0", [](const Tensor& g) { return g; });
@@ -304,7 +371,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1);
   Shape shape = shape_;
   Strides strides = strides_;
-  const int64_t stride = d >= dim() ? 1 : shape_[d] * strides_[d];
+  int64_t stride = 1;
+  // Only an empty tensor's sizes and strides can multiply past int64 (its strides are unused).
+  if (d < dim() && detail::mul_overflows(shape_[d], strides_[d], &stride)) stride = INT64_MAX;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_), *this,

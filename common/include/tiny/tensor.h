@@ -8,6 +8,7 @@
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -63,8 +64,7 @@ class Storage {
   /// The category the allocator counts this block's bytes in: its role, except that a
   /// temporary the autograd graph keeps for backward counts as an activation while it is kept.
   MemoryCategory category() const {
-    return role_ == MemoryCategory::temporaries && saved_ > 0 ? MemoryCategory::activations
-                                                              : role_;
+    return role_ == MemoryCategory::temporaries && saved_ > 0 ? MemoryCategory::activations : role_;
   }
   /// Gives the block a role: weights, gradients, optimizer state, or temporaries again.
   /// (MemoryCategory::activations is not a role: saving a tensor for backward makes it one.)
@@ -102,18 +102,26 @@ class Scalar {
   /// Any floating-point type.
   template <std::floating_point F>
   Scalar(F f)
-      : kind_(Kind::Float), i_(static_cast<int64_t>(f)), d_(static_cast<double>(f)) {}  // NOLINT
+      : kind_(Kind::Float),
+        i_(truncate(static_cast<double>(f))),
+        d_(static_cast<double>(f)) {}  // NOLINT
 
   /// Which kind of number this is.
   Kind kind() const { return kind_; }
   /// The value as a double.
   double to_double() const { return d_; }
-  /// The value as an integer (truncated for floats).
+  /// The value as an integer (truncated for floats; INT64_MIN for NaN, infinities and floats
+  /// outside int64's range, as x86 and so PyTorch's float-to-int64 casts give).
   int64_t to_int() const { return i_; }
   /// The dtype PyTorch gives a tensor made from this number alone: float32, int64 or bool.
   DType default_dtype() const;
 
  private:
+  // A C++ cast of a float outside int64's range (or of NaN) is undefined; this one is not.
+  static int64_t truncate(double f) {
+    return f >= -0x1p63 && f < 0x1p63 ? static_cast<int64_t>(f) : INT64_MIN;
+  }
+
   Kind kind_;
   int64_t i_;
   double d_;
@@ -331,8 +339,20 @@ class Tensor {
   bool is_pinned() const { return storage_ && storage_->pinned(); }
   /// The single element as a double; ValueError unless numel() == 1.
   double item() const;
-  /// The single element converted to T.
-  template <typename T> T item() const { return static_cast<T>(item()); }
+  /// The single element converted to T; RuntimeError, as PyTorch's item<T>() raises, when T is
+  /// an integer type that cannot hold it (NaN, infinity, out of range).
+  template <typename T> T item() const {
+    const double v = item();
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // [min, max + 1): where truncating to T is defined (max + 1 is exact in a double).
+      constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+      constexpr double hi = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
+      if (!(v >= lo && v < hi))
+        throw RuntimeError(std::string("value cannot be converted to type ") +
+                           (sizeof(T) == 8 ? "int64_t" : "int") + " without overflow");
+    }
+    return static_cast<T>(v);
+  }
   /// All elements in row-major order, as doubles (Python's tolist() of a 1-D tensor).
   std::vector<double> tolist() const;
   /// Where the element at `index` lives: storage_offset() plus each index times its stride.
@@ -454,7 +474,9 @@ int64_t shape_numel(const Shape& shape);
 /// Row-major strides for `shape` (a size-0 or size-1 dim gets the stride it would have).
 Strides contiguous_strides(const Shape& shape);
 /// Wraps a possibly negative dim into [0, ndim); IndexError with PyTorch's message otherwise.
-int64_t wrap_dim(int64_t dim, int64_t ndim);
+/// A 0-dim tensor takes dim 0 and -1 where PyTorch's op does (`wrap_scalar`, as sum(0) does);
+/// accessors that need a real dimension (size, stride) pass false.
+int64_t wrap_dim(int64_t dim, int64_t ndim, bool wrap_scalar = true);
 /// The shape two shapes broadcast to; RuntimeError with PyTorch's message if they cannot.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 /// Strides that read memory laid out as (old shape, old strides) with `new_shape`, or nothing
