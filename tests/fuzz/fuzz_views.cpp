@@ -140,8 +140,7 @@ Ref ref_expand(const Ref& in, const Shape& sizes) {
 }
 
 // Checks a result against its reference: shape, bounds, values, at().
-void check(const tiny::Tensor& t, const Ref& ref, const char* op) {
-  const std::string what = op;
+void check(const tiny::Tensor& t, const Ref& ref, const std::string& what) {
   fuzz::require(ref.valid, what + ": the library accepted arguments PyTorch refuses");
   fuzz::require(t.shape() == ref.shape, what + ": shape differs from the reference");
   fuzz::require(t.strides().size() == t.shape().size(), what + ": strides and shape disagree");
@@ -185,7 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
 
   for (int step = 0; step < 4 && in.remaining_bytes() > 0; ++step) {
     const int rank = static_cast<int>(ref.shape.size());
-    const char* name = "";
+    std::string name;
     Ref next;
     tiny::Tensor out;
     bool ok = false;
@@ -238,8 +237,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         break;
       }
       case 3: {
-        name = "narrow";
         int64_t dim = fuzz::argument(in), start = fuzz::argument(in), length = fuzz::argument(in);
+        name = "narrow(" + std::to_string(dim) + ", " + std::to_string(start) + ", " +
+               std::to_string(length) + ")";
         ok = fuzz::accepted([&] { out = t.narrow(dim, start, length); });
         if (rank == 0 || !wrap(dim, rank) || start < -ref.shape[dim] || start > ref.shape[dim] ||
             length < 0) {
@@ -258,6 +258,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         if (in.ConsumeBool()) start = fuzz::argument(in);
         if (in.ConsumeBool()) stop = fuzz::argument(in);
         int64_t by = fuzz::argument(in);
+        name += "(step " + std::to_string(by) + ")";
         ok = fuzz::accepted([&] { out = t.slice(dim, start, stop, by); });
         next = ref_slice(ref, dim, start, stop, by);
         break;
@@ -310,8 +311,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         break;
       }
       case 10: {
-        name = "flatten";
         int64_t a = fuzz::argument(in), b = fuzz::argument(in);
+        name = "flatten(" + std::to_string(a) + ", " + std::to_string(b) + ") of rank " +
+               std::to_string(rank);
         ok = fuzz::accepted([&] { out = t.flatten(a, b); });
         next = ref;
         if (!wrap(a, rank) || !wrap(b, rank) || a > b) next = invalid();
