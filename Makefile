@@ -10,6 +10,8 @@
 #   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
 #                                 (CH=03: only chapter 03's, the earlier ones stay solved)
 #   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
+#   make sanitize                 clang with ASan + UBSan in build-sanitize/, then every test
+#   make fuzz FUZZ_SECONDS=600    run each libFuzzer harness (tests/fuzz/) that long, count runs
 #   make third_party              copy GoogleTest's source into third_party/ for such a machine
 #   make deps                     install what the build needs (run for you when configuring)
 #   make help                     this list
@@ -24,7 +26,7 @@ CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
 PLOT_PYTHON ?= /usr/bin/python3
 CSV_DIR ?= $(BUILD)/csv
 
-.PHONY: all help deps configure build test bench golden plots docs grade starter gpu-check third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+.PHONY: all help deps configure build test bench golden plots docs grade starter gpu-check sanitize fuzz third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
 
 all: build
 
@@ -93,9 +95,31 @@ starter:
 gpu-check:
 	scripts/gpu_check.sh
 
+# The sanitizers' build: clang, AddressSanitizer and UndefinedBehaviorSanitizer (float-to-int
+# casts included), stopping at the first report; the fuzzers are built in the same folder.
+SANITIZE_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 600
+FUZZERS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.cpp)))
+SANITIZE_FLAGS := -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTINY_CUDA=OFF \
+  -DTINY_BENCH=OFF -DTINY_TESTS=ON -DTINY_SANITIZE=ON -DTINY_FUZZ=ON \
+  $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+
+$(SANITIZE_BUILD)/CMakeCache.txt:
+	@scripts/deps.sh
+	@scripts/deps.sh sanitize
+	cmake -S . -B $(SANITIZE_BUILD) $(GENERATOR) $(SANITIZE_FLAGS)
+
+sanitize: $(SANITIZE_BUILD)/CMakeCache.txt
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+fuzz: $(SANITIZE_BUILD)/CMakeCache.txt
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target $(FUZZERS)
+	scripts/fuzz.sh $(SANITIZE_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+
 third_party:
 	@mkdir -p third_party && rm -rf third_party/googletest && cp -r /usr/src/googletest third_party/googletest
 	@echo "third_party/googletest ready (git ignores it; carry it to a machine without GoogleTest)"
 
 clean:
-	rm -rf $(BUILD) build-gpu* $(CHAPTERS)
+	rm -rf $(BUILD) build-gpu* $(SANITIZE_BUILD) $(CHAPTERS)

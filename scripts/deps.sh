@@ -7,6 +7,7 @@
 #                            are skipped and matmul uses the library's own loops)
 #   scripts/deps.sh plots    Debian's python3-matplotlib, for make plots
 #   scripts/deps.sh docs     Doxygen, for make docs
+#   scripts/deps.sh sanitize clang (with its sanitizer and libFuzzer runtimes), for make sanitize
 set -euo pipefail
 
 missing=()
@@ -22,7 +23,8 @@ case "${1:-build}" in
     ;;
   plots) /usr/bin/python3 -c "import matplotlib" 2>/dev/null || missing+=(python3-matplotlib) ;;
   docs) command -v doxygen >/dev/null || missing+=(doxygen) ;;
-  *) echo "usage: scripts/deps.sh [build|plots|docs]" >&2; exit 2 ;;
+  sanitize) command -v clang++ >/dev/null || missing+=(clang) ;;
+  *) echo "usage: scripts/deps.sh [build|plots|docs|sanitize]" >&2; exit 2 ;;
 esac
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -248,6 +248,50 @@ TEST(Memory, CachedBlocksAreReusedAndCountedOnce) {
             before.category_allocated[idx(MemoryCategory::temporaries)]);
 }
 
+// Under AddressSanitizer the cache must not hide a read of a freed tensor's memory or one past
+// a tensor's end within its rounded-up block: each is reported as malloc'd memory would be.
+#if defined(__SANITIZE_ADDRESS__)
+#define TINY_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINY_TEST_ASAN 1
+#endif
+#endif
+
+// Reads one float through a volatile pointer, so the compiler cannot drop or move the read.
+float read_float(const float* p) { return *static_cast<const volatile float*>(p); }
+
+TEST(Memory, AddressSanitizerSeesThroughTheCache) {
+#ifndef TINY_TEST_ASAN
+  GTEST_SKIP() << "meaningful only in a build with AddressSanitizer (make sanitize)";
+#else
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        const float* p = nullptr;
+        {
+          Tensor t = ones({10});
+          p = t.data<float>();
+        }  // the block goes back to the cache
+        read_float(p);
+      },
+      "AddressSanitizer: use-after-poison");
+  // 10 floats are 40 bytes of a 64-byte block: the 24 after them are not the tensor's.
+  EXPECT_DEATH(
+      {
+        Tensor t = ones({10});
+        read_float(t.data<float>() + 10);
+      },
+      "AddressSanitizer: use-after-poison");
+  // A block handed out again is the new tensor's, all of it, and only that.
+  const float* first = nullptr;
+  { Tensor a = ones({10}); first = a.data<float>(); }
+  Tensor b = full({16}, 2.0);
+  EXPECT_EQ(b.data<float>(), first);  // the same cached block
+  EXPECT_EQ(read_float(b.data<float>() + 15), 2.0f);
+#endif
+}
+
 // The fixture's step_memory model (1024 -> 4096 -> ReLU -> 1024, AdamW, batch 64): the four
 // lines' numbers from the tensors and from the allocator, and the five tensors PyTorch saves.
 TEST(Memory, StepMemoryModelMatchesPyTorch) {

@@ -26,8 +26,32 @@
 #include "cuda_backend.h"
 #include "tiny/error.h"
 
+// Under AddressSanitizer a cached block would hide the very mistakes ASan exists to catch: a
+// freed tensor's memory stays mapped and unpoisoned in the cache, and a read past a tensor's
+// end lands in the block's rounding instead of a redzone. So the allocator tells ASan what
+// malloc would: a freed block is poisoned until it is handed out again, and the bytes between
+// the size asked for and the size class are poisoned while it is in use.
+#if defined(__SANITIZE_ADDRESS__)
+#define TINY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINY_ASAN 1
+#endif
+#endif
+#ifdef TINY_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tiny {
 namespace {
+
+#ifdef TINY_ASAN
+void poison(void* p, size_t nbytes) { ASAN_POISON_MEMORY_REGION(p, nbytes); }
+void unpoison(void* p, size_t nbytes) { ASAN_UNPOISON_MEMORY_REGION(p, nbytes); }
+#else
+void poison(void*, size_t) {}
+void unpoison(void*, size_t) {}
+#endif
 
 constexpr size_t kAlignment =
     64;  // a cache line, AVX-512's vector width, and the CPU backend's alignment
@@ -63,6 +87,19 @@ struct Source {
     return detail::backend(device).allocate(nbytes, device.index, pinned);
   }
   void release(void* p) const { detail::backend(device).release(p, device.index, pinned); }
+  // ASan's shadow memory covers host memory only (pageable and pinned), never a GPU's.
+  void hand_out(void* p, size_t nbytes, size_t cls) const {
+    if (!device.is_cpu()) return;
+    unpoison(p, nbytes);
+    poison(static_cast<char*>(p) + nbytes, cls - nbytes);
+  }
+  void take_back(void* p, size_t cls) const {
+    if (device.is_cpu()) poison(p, cls);
+  }
+  void give_up(void* p, size_t cls) const {  // before the block goes back to the system
+    if (device.is_cpu()) unpoison(p, cls);
+    release(p);
+  }
   std::string out_of_memory(size_t nbytes) const {
     if (!device.is_cpu())
       return "CUDA out of memory. Tried to allocate " + human_bytes(nbytes) + " (GPU " +
@@ -85,6 +122,7 @@ class CachingAllocator {
       it->second.pop_back();
       cached_bytes_ -= cls;
       if (source_.pinned) detail::cuda::pinned_wait_idle(p);
+      source_.hand_out(p, nbytes, cls);
       count(nbytes);
       ++stats_.cache_hits;
       return p;
@@ -95,6 +133,7 @@ class CachingAllocator {
       p = source_.obtain(cls);
     }
     if (p == nullptr) throw RuntimeError(source_.out_of_memory(nbytes));
+    source_.hand_out(p, nbytes, cls);
     count(nbytes);
     stats_.reserved += static_cast<int64_t>(cls);
     return p;
@@ -109,10 +148,11 @@ class CachingAllocator {
     stats_.category_allocated[index(category)] -= bytes;
     stats_.category_requested[index(category)] -= static_cast<int64_t>(nbytes);
     if (cached_bytes_ + cls > source_.max_cached) {
-      source_.release(p);
+      source_.give_up(p, cls);
       stats_.reserved -= static_cast<int64_t>(cls);
       return;
     }
+    source_.take_back(p, cls);
     free_blocks_[cls].push_back(p);
     cached_bytes_ += cls;
   }
@@ -173,7 +213,7 @@ class CachingAllocator {
   }
   void release_all_locked() {
     for (auto& [cls, blocks] : free_blocks_) {
-      for (void* p : blocks) source_.release(p);
+      for (void* p : blocks) source_.give_up(p, cls);
       stats_.reserved -= static_cast<int64_t>(cls * blocks.size());
     }
     free_blocks_.clear();

@@ -84,7 +84,14 @@ struct Json {
   bool boolean = false;
   std::string text;  // a string's value, or a number as written
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  // A std::pair of an incomplete Json would be undefined (libstdc++'s pair needs complete
+  // members, and clang says so); a member struct completed below is allowed.
+  struct Member;
+  std::vector<Member> members;
+};
+struct Json::Member {
+  std::string key;
+  Json value;
 };
 
 const char* kind_name(Json::Kind kind) {
@@ -237,7 +244,7 @@ class JsonReader {
       expect(':');
       skip_whitespace();
       Json value = read_value(depth + 1);
-      object.members.emplace_back(std::move(key), std::move(value));
+      object.members.push_back({std::move(key), std::move(value)});
       skip_whitespace();
       if (peek() == ',' && !at_end()) {
         ++pos_;

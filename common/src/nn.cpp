@@ -59,7 +59,10 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
 // tensor reachable twice (a shared layer) is reported once, under its first name.
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out,
                      std::vector<const Tensor*>& seen) const {
-  for (const auto& [name, slot] : params_) {
+  for (const auto& param : params_) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const auto& name = param.first;
+    const auto& slot = param.second;
     if (!slot->defined()) continue;
     const bool dup = std::any_of(seen.begin(), seen.end(), [&](const Tensor* s) {
       return s == slot || (s->autograd_meta() && s->autograd_meta() == slot->autograd_meta());
@@ -118,7 +121,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   for (const auto& [name, slot] : slots) expected.push_back({name, slot->shape(), std::nullopt});
   check_tensors(state, expected, type_name_, strict);
   NoGradGuard no_grad;
-  for (const auto& [name, t] : state) {
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;  // captured below: no structured binding (clang < 16)
+    const Tensor& t = entry.second;
     auto it =
         std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.first == name; });
     if (it != slots.end()) it->second->copy_(t);
