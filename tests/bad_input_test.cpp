@@ -36,8 +36,10 @@ struct BadInput {
 
 // BAD(chapter, mistake, exception, message, same_as_pytorch, code...): one row. The code is both
 // run and shown, so the table cannot drift from what is tested.
-#define BAD(ch, mistake, exc, msg, same, ...) \
-  BadInput { ch, mistake, #__VA_ARGS__, #exc, msg, same, [] { (void)(__VA_ARGS__); } }
+#define BAD(ch, mistake, exc, msg, same, ...)                               \
+  BadInput {                                                                \
+    ch, mistake, #__VA_ARGS__, #exc, msg, same, [] { (void)(__VA_ARGS__); } \
+  }
 
 Tensor linear_3_to_2() {
   static nn::Linear layer(3, 2);
@@ -67,8 +69,7 @@ const std::vector<BadInput>& table() {
           "Dimension out of range (expected to be in range of [-2, 1], but got 2)", true,
           ones({2, 3}).transpose(0, 2)),
       BAD("ch02", "t() on a 3-D tensor", RuntimeError,
-          "t() expects a tensor with <= 2 dimensions, but self is 3D", true,
-          ones({2, 3, 4}).t()),
+          "t() expects a tensor with <= 2 dimensions, but self is 3D", true, ones({2, 3, 4}).t()),
       BAD("ch02", "permute with too few dimensions", RuntimeError,
           "permute(sparse_coo): number of dimensions in the tensor input does not match the "
           "length of the desired ordering of dimensions i.e. input.dim() = 2 is not equal to "
@@ -98,13 +99,14 @@ const std::vector<BadInput>& table() {
           ones({2, 3}).narrow(1, 0, -1)),
       BAD("ch02", "slice with step 0", ValueError, "slice step cannot be zero", true,
           ones({4}).slice(0, 0, 4, 0)),
-      BAD("ch02", "slice with a negative step (Python lists allow it, tensors do not)",
-          ValueError, "step must be greater than zero", true, ones({4}).slice(0, 3, 0, -1)),
+      BAD("ch02", "slice with a negative step (Python lists allow it, tensors do not)", ValueError,
+          "step must be greater than zero", true, ones({4}).slice(0, 3, 0, -1)),
       BAD("ch02", "read an element past the end", IndexError,
           "index 2 is out of bounds for dimension 0 with size 2", true, ones({2, 3}).at({2, 0})),
+      BAD("ch02", "index t[0, 3] past the end of the second dimension", IndexError,
+          "index 3 is out of bounds for dimension 1 with size 3", true, ones({2, 3}).index({0, 3})),
       BAD("ch02", "item() of a tensor with many elements", ValueError,
-          "only one element tensors can be converted to Python scalars", true,
-          ones({2, 3}).item()),
+          "only one element tensors can be converted to Python scalars", true, ones({2, 3}).item()),
       BAD("ch02", "squeeze a dimension the tensor does not have", IndexError,
           "Dimension out of range (expected to be in range of [-2, 1], but got 2)", true,
           ones({2, 3}).squeeze(2)),
@@ -116,8 +118,8 @@ const std::vector<BadInput>& table() {
           ones({2, 3, 4}).flatten(2, 1)),
       BAD("ch02", "a negative size in a factory", RuntimeError,
           "Trying to create tensor with negative dimension -1: [-1]", true, empty({-1})),
-      BAD("ch02", "a ragged nested list", ValueError, "expected sequence of length 2 at dim 1 (got 1)",
-          true, tensor({{1, 2}, {3}})),
+      BAD("ch02", "a ragged nested list", ValueError,
+          "expected sequence of length 2 at dim 1 (got 1)", true, tensor({{1, 2}, {3}})),
       BAD("ch02", "sum over a dimension the tensor does not have", IndexError,
           "Dimension out of range (expected to be in range of [-2, 1], but got 2)", true,
           ones({2, 3}).sum({2})),
@@ -154,6 +156,9 @@ const std::vector<BadInput>& table() {
       BAD("ch02", "size(0) of a 0-dim tensor", IndexError,
           "Dimension specified as 0 but tensor has no dimensions", true,
           scalar_tensor(1.0).size(0)),
+      BAD("ch02", "flatten a 0-dim tensor from a dimension it does not have", IndexError,
+          "Dimension out of range (expected to be in range of [-1, 0], but got 3)", true,
+          scalar_tensor(1.0).flatten(3, -5)),
       BAD("ch02", "narrow a 0-dim tensor", RuntimeError,
           "narrow() cannot be applied to a 0-dim tensor.", true,
           scalar_tensor(1.0).narrow(0, 0, 1)),
@@ -198,20 +203,30 @@ const std::vector<BadInput>& table() {
           " Error while processing rearrange-reduction pattern \"b c -> b c d\".\n Input tensor "
           "shape: torch.Size([2, 3]). Additional info: {}.\n Identifiers only on one side of "
           "expression (should be on both): {'d'}",
-          true,
-          rearrange(ones({2, 3}), "b c -> b c d")),
+          true, rearrange(ones({2, 3}), "b c -> b c d")),
       BAD("ch02", "einops: a pattern with more axes than the tensor", RuntimeError,
           " Error while processing rearrange-reduction pattern \"a b c -> c b a\".\n Input "
           "tensor shape: torch.Size([2, 3]). Additional info: {}.\n Wrong shape: expected 3 "
           "dims. Received 2-dim tensor.",
-          true,
-          rearrange(ones({2, 3}), "a b c -> c b a")),
+          true, rearrange(ones({2, 3}), "a b c -> c b a")),
       BAD("ch02", "einops: splitting an axis without saying how", RuntimeError,
           " Error while processing rearrange-reduction pattern \"(b h) w -> b h w\".\n Input "
           "tensor shape: torch.Size([6, 3]). Additional info: {}.\n Could not infer sizes for "
           "{'b', 'h'}",
-          true,
-          rearrange(ones({6, 3}), "(b h) w -> b h w")),
+          true, rearrange(ones({6, 3}), "(b h) w -> b h w")),
+
+      // ---- chapter 05: float formats ---------------------------------------------------------
+      BAD("ch05", "a float format without exponent bits", ValueError,
+          "float format 'e0m3' (E0M3) needs 1 to 11 exponent bits (double's range holds its "
+          "values)",
+          false, FloatFormat{"e0m3", 0, 3, Specials::None}.decode(1)),
+      BAD("ch05", "IEEE infinities and NaNs without a mantissa bit to tell them apart", ValueError,
+          "float format 'e5m0' (E5M0) has IEEE specials but no mantissa bit to tell NaN from "
+          "infinity",
+          false, FloatFormat{"e5m0", 5, 0, Specials::IEEE}.encode(1.0f)),
+      BAD("ch05", "decode a pattern wider than the format", ValueError,
+          "float format 'float8_e4m3fn' has 8 bits; pattern 256 does not fit", false,
+          kFormatE4M3.decode(256)),
 
       // ---- chapter 01 and 03: matmul and autograd ---------------------------------------------
       BAD("ch01", "matmul with inner sizes that differ", RuntimeError,
@@ -241,7 +256,8 @@ const std::vector<BadInput>& table() {
           "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
           "backward through the graph a second time or if you need to access saved tensors after "
           "calling backward.",
-          true, [] {
+          true,
+          [] {
             Tensor x = ones({2}).requires_grad_();
             Tensor y = (x * x).sum();
             y.backward();
@@ -263,11 +279,11 @@ const std::vector<BadInput>& table() {
           "mat1 and mat2 shapes cannot be multiplied (5x4 and 3x2)", true,
           nn::Linear(3, 2)(ones({5, 4}))),
       BAD("ch06", "a Linear layer with a negative size", RuntimeError,
-          "Trying to create tensor with negative dimension -1: [2, -1]", true,
-          nn::Linear(-1, 2)),
+          "Trying to create tensor with negative dimension -1: [2, -1]", true, nn::Linear(-1, 2)),
       BAD("ch06", "load a state dict that lacks a parameter", RuntimeError,
           "Error(s) in loading state_dict for Linear:\n\tMissing key(s) in state_dict: \"bias\". ",
-          true, [] {
+          true,
+          [] {
             nn::Linear layer(3, 2);
             layer.load_state_dict({{"weight", zeros({2, 3})}});
           }()),
@@ -275,12 +291,14 @@ const std::vector<BadInput>& table() {
           "Error(s) in loading state_dict for Linear:\n\tsize mismatch for weight: copying a "
           "param with shape torch.Size([3, 2]) from checkpoint, the shape in current model is "
           "torch.Size([2, 3]).",
-          true, [] {
+          true,
+          [] {
             nn::Linear layer(3, 2);
             layer.load_state_dict({{"weight", zeros({3, 2})}, {"bias", zeros({2})}});
           }()),
       BAD("ch06", "an optimizer with no parameters", ValueError,
-          "optimizer got an empty parameter list", true, optim::SGD(std::vector<Tensor>{}, {.lr = 0.1})),
+          "optimizer got an empty parameter list", true,
+          optim::SGD(std::vector<Tensor>{}, {.lr = 0.1})),
       BAD("ch06", "a negative learning rate", ValueError, "Invalid learning rate: -0.1", true,
           optim::SGD({linear_3_to_2()}, {.lr = -0.1})),
       BAD("ch06", "Nesterov without momentum", ValueError,
@@ -291,11 +309,10 @@ const std::vector<BadInput>& table() {
       BAD("ch06", "AdamW with a negative epsilon", ValueError, "Invalid epsilon value: -1e-08",
           true, optim::AdamW({linear_3_to_2()}, {.eps = -1e-8})),
       BAD("ch06", "a class index past the number of classes", IndexError,
-          "Target 5 is out of bounds.", true,
-          cross_entropy(zeros({2, 5}), tensor({0, 5}, kInt64))),
+          "Target 5 is out of bounds.", true, cross_entropy(zeros({2, 5}), tensor({0, 5}, kInt64))),
       BAD("ch06", "integer targets shaped like the logits (probabilities must be floats)",
-          RuntimeError, "Expected floating point type for target with class probabilities, got Long",
-          true,
+          RuntimeError,
+          "Expected floating point type for target with class probabilities, got Long", true,
           cross_entropy(zeros({2, 5}), zeros({2, 5}, kInt64))),
       BAD("ch06", "mse_loss of two shapes", ValueError,
           "mse_loss: Target size ([2, 2]) must be the same as input size ([2, 3])", false,
@@ -306,12 +323,10 @@ const std::vector<BadInput>& table() {
       BAD("ch06", "windows longer than the token data", ValueError,
           "get_batch: sequence_length (10) must be shorter than the data (10 elements): start "
           "indices are drawn from [0, len(data) - sequence_length)",
-          false,
-          get_batch(arange(10), 2, 10)),
+          false, get_batch(arange(10), 2, 10)),
       BAD("ch06", "load a checkpoint that does not exist", RuntimeError,
           "load_safetensors: [Errno 2] No such file or directory: '/nonexistent/model.safetensors'",
-          false,
-          load_safetensors("/nonexistent/model.safetensors")),
+          false, load_safetensors("/nonexistent/model.safetensors")),
       // ---- chapter 08: mixed precision -------------------------------------------------------
       BAD("ch08", "autocast to float32 (it only lowers precision)", ValueError,
           "autocast runs ops in float16 or bfloat16, not float32", false,
