@@ -134,9 +134,11 @@ double ulp_of(DType dt, double x) {
   as.insert(as.end(), {M, K});
   bs.insert(bs.end(), {K, N});
   cs.insert(cs.end(), {M, N});
-  if (got.shape() != cs) return ::testing::AssertionFailure() << "shape " << format_tuple(got.shape());
+  if (got.shape() != cs)
+    return ::testing::AssertionFailure() << "shape " << format_tuple(got.shape());
   // The 16-bit values are exact in float64, and so are their products.
-  const Tensor x = a.to(kFloat64).expand(as).contiguous(), y = b.to(kFloat64).expand(bs).contiguous();
+  const Tensor x = a.to(kFloat64).expand(as).contiguous(),
+               y = b.to(kFloat64).expand(bs).contiguous();
   const double* px = x.data<double>();
   const double* py = y.data<double>();
   Tensor sum = empty(cs, kFloat64), magnitude = empty(cs, kFloat64);
@@ -205,15 +207,18 @@ TEST_P(MatmulBackends, SixteenBitProductsReadAnyLayout) {
   TINY_SEEDED(rng);
   for (DType dt : {kBFloat16, kFloat16}) {
     const int64_t M = 29, K = 600, N = 45;
-    const Tensor at = random_values(rng, {K, M}).to(dt).t(), bt = random_values(rng, {N, K}).to(dt).t();
+    const Tensor at = random_values(rng, {K, M}).to(dt).t(),
+                 bt = random_values(rng, {N, K}).to(dt).t();
     ASSERT_EQ(at.stride(0), 1);
     EXPECT_TRUE(matches_rounded_float64(matmul(at, bt), at, bt)) << dtype_name(dt);
     const Tensor a = random_values(rng, {M, K}).to(dt);
     const Tensor every_other = random_values(rng, {K, 2 * N}).to(dt).slice(1, 0, std::nullopt, 2);
-    EXPECT_TRUE(matches_rounded_float64(matmul(at, every_other), at, every_other)) << dtype_name(dt);
+    EXPECT_TRUE(matches_rounded_float64(matmul(at, every_other), at, every_other))
+        << dtype_name(dt);
     EXPECT_TRUE(matches_rounded_float64(matmul(every_other.t(), a.t()), every_other.t(), a.t()))
         << dtype_name(dt);
-    const Tensor batch = random_values(rng, {3, M, K}).to(dt), one = random_values(rng, {1, K, N}).to(dt);
+    const Tensor batch = random_values(rng, {3, M, K}).to(dt),
+                 one = random_values(rng, {1, K, N}).to(dt);
     EXPECT_TRUE(matches_rounded_float64(matmul(batch, one), batch, one)) << dtype_name(dt);
     const Tensor batch_t = random_values(rng, {3, N, K}).to(dt).transpose(-2, -1);
     EXPECT_TRUE(matches_rounded_float64(matmul(a.unsqueeze(0), batch_t), a.unsqueeze(0), batch_t))
@@ -296,7 +301,7 @@ TEST(Matmul, ErrorsNameTheShapes) {
       [&] {
         matmul(ones({2, 3}), ones({3}, kFloat64));
       },
-      "expected m1 and m2 to have the same dtype"));
+      "expected scalar type Float but found Double"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(scalar_tensor(1.0), ones({3})); },
                                         "both arguments to matmul need to be at least 1D"));
   EXPECT_TRUE(throws_with<RuntimeError>(
@@ -311,6 +316,42 @@ TEST(Matmul, ErrorsNameTheShapes) {
       "The size of tensor a (2) must match the size of tensor b (3)"));
   // The operands are untouched by a failed call.
   EXPECT_TRUE(equal(x, ones({16, 32})));
+}
+
+// Each way torch.matmul folds its operands has its own message; these are PyTorch 1.13's, printed
+// by torch.ones(*a) @ torch.ones(*b) for each pair.
+TEST(Matmul, MismatchesGetTheMessageOfTheProductPyTorchRuns) {
+  const std::vector<std::tuple<Shape, Shape, std::string>> cases = {
+      {{3}, {4, 5}, "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x5)"},
+      {{2, 3}, {4}, "size mismatch, got 2, 2x3,4"},
+      {{2, 3, 4},
+       {2, 5, 6},
+       "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5]."},
+      {{2, 3, 4}, {5, 6}, "mat1 and mat2 shapes cannot be multiplied (6x4 and 5x6)"},
+      {{3, 4}, {2, 5, 6}, "mat1 and mat2 shapes cannot be multiplied (12x5 and 4x3)"},
+      {{4}, {2, 5, 6}, "size mismatch, got 12, 12x5,4"},
+      {{2, 3, 4}, {5}, "size mismatch, got 6, 6x4,5"},
+      {{2, 2, 3, 4},
+       {2, 5, 6},
+       "Expected size for first two dimensions of batch2 tensor to be: [4, 4] but got: [4, 5]."},
+      {{1, 3, 4},
+       {2, 5, 6},
+       "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5]."},
+      {{3, 2, 3, 4},
+       {2, 1, 4, 6},
+       "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"},
+  };
+  for (const auto& [a, b, message] : cases)
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones(a), ones(b)); }, message))
+        << a.size() << "-D @ " << b.size() << "-D";
+  EXPECT_TRUE(throws_with<RuntimeError>([] { matmul(ones({2}), ones({2}, kFloat64)); },
+                                        "dot : expected both vectors to have same dtype, but "
+                                        "found Float and Double"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        matmul(ones({2, 2}, kBFloat16), ones({2, 2}, kFloat16));
+      },
+      "expected scalar type BFloat16 but found Half"));
 }
 
 TEST(Matmul, TriangleMasks) {

@@ -76,14 +76,24 @@ TEST(Views, SelectSliceNarrowFollowPython) {
   EXPECT_EQ(x.narrow(1, 1, 2).tolist(), (std::vector<double>{1, 2, 4, 5}));
   EXPECT_EQ(x.index({1, Slice{std::nullopt, std::nullopt, 2}}).tolist(),
             (std::vector<double>{3, 5}));
-  EXPECT_TRUE(throws_with<IndexError>([&] { x.select(0, 2); },
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] { x.select(0, 2); },
+      "select(): index 2 out of range for tensor of size [2, 3] at dimension 0"));
+  // Python's indexing names the dimension of the tensor it indexes.
+  EXPECT_TRUE(throws_with<IndexError>([&] { x[2]; },
                                       "index 2 is out of bounds for dimension 0 with size 2"));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] {
+        x.index({0, 3});
+      },
+      "index 3 is out of bounds for dimension 1 with size 3"));
   EXPECT_TRUE(throws_with<IndexError>(
       [&] { x.select(2, 0); },
       "Dimension out of range (expected to be in range of [-2, 1], but got 2)"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x.index({0, 0, 0}); }, "too many indices"));
+  EXPECT_TRUE(throws_with<ValueError>([&] { x.slice(0, 0, 2, 0); }, "slice step cannot be zero"));
   EXPECT_TRUE(
-      throws_with<ValueError>([&] { x.slice(0, 0, 2, 0); }, "step must be greater than zero"));
+      throws_with<ValueError>([&] { x.slice(0, 2, 0, -1); }, "step must be greater than zero"));
   EXPECT_TRUE(throws_with<IndexError>([&] { x[0][0][0]; }, "invalid index of a 0-dim tensor"));
 }
 
@@ -291,8 +301,11 @@ TEST(Views, TIsTheMatrixTranspose) {
   EXPECT_TRUE(equal(w.grad(), arange(6.0).view({3, 2}).t().to(kFloat32)));
   const Tensor v = arange(3.0);
   EXPECT_EQ(v.t().shape(), (Shape{3}));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { (void)ones({2, 3, 4}).t(); },
-                                        "t() expects a tensor with <= 2 dimensions, but self is 3D"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] {
+        (void)ones({2, 3, 4}).t();
+      },
+      "t() expects a tensor with <= 2 dimensions, but self is 3D"));
 }
 
 // A 0-dim tensor has no dimension 0: the accessors that need one raise PyTorch's errors (they
@@ -314,6 +327,11 @@ TEST(Views, ZeroDimTensorsHaveNoDimensionToAccess) {
   EXPECT_EQ(s.unsqueeze(0).shape(), (Shape{1}));
   EXPECT_EQ(s.squeeze(0).dim(), 0);
   EXPECT_EQ(s.sum({0}).item(), 1.0);
+  // flatten makes one element of it, for the dims a 0-dim tensor is allowed: 0 and -1.
+  EXPECT_EQ(s.flatten(0, -1).shape(), (Shape{1}));
+  EXPECT_TRUE(throws_with<IndexError>(
+      [&] { s.flatten(3, -5); },
+      "Dimension out of range (expected to be in range of [-1, 0], but got 3)"));
 }
 
 // Arguments whose arithmetic overflows int64 get PyTorch 1.13's errors instead of a wrapped

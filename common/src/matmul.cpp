@@ -33,9 +33,13 @@ void check_matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 0 || b.dim() == 0)
     throw RuntimeError("both arguments to matmul need to be at least 1D, but they are " +
                        std::to_string(a.dim()) + "D and " + std::to_string(b.dim()) + "D");
-  if (a.dtype() != b.dtype())
-    throw RuntimeError(std::string("expected m1 and m2 to have the same dtype, but got: ") +
-                       dtype_name(a.dtype()) + " != " + dtype_name(b.dtype()));
+  if (a.dtype() != b.dtype()) {
+    if (a.dim() == 1 && b.dim() == 1)
+      throw RuntimeError(std::string("dot : expected both vectors to have same dtype, but found ") +
+                         dtype_legacy_name(a.dtype()) + " and " + dtype_legacy_name(b.dtype()));
+    throw RuntimeError(std::string("expected scalar type ") + dtype_legacy_name(a.dtype()) +
+                       " but found " + dtype_legacy_name(b.dtype()));
+  }
   if (a.dtype() == kBool) throw RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
   if (a.dim() == 1 && b.dim() == 1) {
     if (a.size(0) != b.size(0))
@@ -48,15 +52,37 @@ void check_matmul(const Tensor& a, const Tensor& b) {
   }
   const int64_t K = a.size(-1), K2 = b.dim() == 1 ? b.size(0) : b.size(-2),
                 N = b.dim() == 1 ? 1 : b.size(-1);
-  if (K != K2) {
-    // A batch times a matrix is folded into one matrix, and PyTorch reports the folded rows.
-    const int64_t rows = b.dim() == 2 && a.dim() >= 2 ? a.numel() / std::max<int64_t>(K, 1)
-                                                      : (a.dim() == 1 ? 1 : a.size(-2));
+  // The product of all sizes but the last `keep`: the rows a folded operand has.
+  auto folded = [](const Tensor& t, int64_t keep) {
+    return shape_numel(Shape(t.shape().begin(), t.shape().end() - keep));
+  };
+  // PyTorch folds a batch times a matrix or a vector into one mm or mv, and a matrix or a vector
+  // times a batch into one transposed product (b^T a^T); its messages describe those products.
+  if (b.dim() <= 2) {
+    if (K == K2) return;
+    const int64_t rows = folded(a, 1);
+    if (b.dim() == 1)  // mv: "size mismatch, got rows, rowsxK,K2"
+      throw RuntimeError("size mismatch, got " + std::to_string(rows) + ", " +
+                         std::to_string(rows) + "x" + std::to_string(K) + "," + std::to_string(K2));
     throw RuntimeError(mat_shapes(rows, K, K2, N));
   }
-  if (a.dim() > 2 || b.dim() > 2)
-    broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - std::min<int64_t>(a.dim(), 2)),
-                     Shape(b.shape().begin(), b.shape().end() - std::min<int64_t>(b.dim(), 2)));
+  if (a.dim() <= 2) {
+    if (K == K2) return;
+    const int64_t rows = folded(b, 2) * N;  // b's batch times its columns, as rows of b^T
+    if (a.dim() == 1)
+      throw RuntimeError("size mismatch, got " + std::to_string(rows) + ", " +
+                         std::to_string(rows) + "x" + std::to_string(K2) + "," + std::to_string(K));
+    throw RuntimeError(mat_shapes(rows, K2, K, a.size(0)));
+  }
+  // Batch times batch: the batch sizes broadcast first, then bmm checks the inner sizes.
+  const Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                       Shape(b.shape().begin(), b.shape().end() - 2));
+  if (K != K2) {
+    const std::string count = std::to_string(shape_numel(batch));
+    throw RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [" + count +
+                       ", " + std::to_string(K) + "] but got: [" + count + ", " +
+                       std::to_string(K2) + "].");
+  }
 }
 
 // x (..., M, K) @ y (..., K, N), batch dimensions equal, on the inputs' backend; counted.
@@ -70,7 +96,7 @@ Tensor product_values(const Tensor& x, const Tensor& y) {
     detail::backend(device).matmul(out, x.detach(), y.detach());
   }
   count_op_cost(2.0 * static_cast<double>(out.numel()) * static_cast<double>(x.size(-1)),
-                     static_cast<double>(x.nbytes() + y.nbytes() + out.nbytes()));
+                static_cast<double>(x.nbytes() + y.nbytes() + out.nbytes()));
   return out;
 }
 
@@ -87,8 +113,8 @@ bool stored_transposed(const Tensor& m) {
 // backward pass costs about twice the forward.
 struct MatrixProductGrad {
   SavedTensor a, b;
-  bool ga, gb;        // which inputs need a gradient
-  bool at, bt;        // which are stored transposed (2-D only)
+  bool ga, gb;  // which inputs need a gradient
+  bool at, bt;  // which are stored transposed (2-D only)
 
   MatrixProductGrad(const char* node, const Tensor& x, const Tensor& y)
       : a(y.requires_grad() ? x : Tensor(), node),

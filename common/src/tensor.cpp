@@ -185,9 +185,10 @@ Tensor Tensor::t() const {
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   if (static_cast<int64_t>(order.size()) != dim())
-    throw RuntimeError("permute(): number of dims don't match in permute (the tensor has " +
-                       std::to_string(dim()) + ", the order names " + std::to_string(order.size()) +
-                       ")");
+    throw RuntimeError(
+        "permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+        "of the desired ordering of dimensions i.e. input.dim() = " +
+        std::to_string(dim()) + " is not equal to len(dims) = " + std::to_string(order.size()));
   Shape shape(dim());
   Strides strides(dim());
   std::vector<bool> seen(dim(), false);
@@ -213,8 +214,8 @@ Tensor Tensor::select(int64_t d, int64_t i) const {
   d = wrap_dim(d, dim());
   const int64_t n = shape_[d];
   if (i < -n || i >= n)
-    throw IndexError("index " + std::to_string(i) + " is out of bounds for dimension " +
-                     std::to_string(d) + " with size " + std::to_string(n));
+    throw IndexError("select(): index " + std::to_string(i) + " out of range for tensor of size " +
+                     detail::shape_str(shape_) + " at dimension " + std::to_string(d));
   if (i < 0) i += n;
   Shape shape = shape_;
   Strides strides = strides_;
@@ -233,7 +234,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
                      int64_t step) const {
   if (dim() == 0) throw IndexError("slice() cannot be applied to a 0-dim tensor.");
   d = wrap_dim(d, dim());
-  if (step <= 0) throw ValueError("step must be greater than zero");
+  if (step == 0) throw ValueError("slice step cannot be zero");
+  if (step < 0) throw ValueError("step must be greater than zero");
   const int64_t n = shape_[d];
   // Python's rules: negative bounds count from the end, and bounds clamp to [0, n].
   auto clamp = [n](std::optional<int64_t> v, int64_t fallback) {
@@ -280,13 +282,22 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::index(const IndexList& indices) const {
+  if (dim() == 0 && !indices.items.empty() && std::holds_alternative<int64_t>(indices.items[0]))
+    return select(0, 0);  // select's message for a 0-dim tensor, as Python's t[0] gives
   if (static_cast<int64_t>(indices.items.size()) > dim())
     throw IndexError("too many indices for tensor of dimension " + std::to_string(dim()));
   Tensor out = *this;
   int64_t d = 0;  // the output dimension the next index applies to
-  for (const TensorIndex& idx : indices.items) {
+  for (size_t k = 0; k < indices.items.size(); ++k) {
+    const TensorIndex& idx = indices.items[k];
     if (std::holds_alternative<int64_t>(idx)) {
-      out = out.select(d, std::get<int64_t>(idx));  // removes dimension d
+      // Python's t[i] names the dimension of this tensor it indexes (k), where select would
+      // name the dimension of the partly indexed one.
+      const int64_t i = std::get<int64_t>(idx), n = out.size(d);
+      if (i < -n || i >= n)
+        throw IndexError("index " + std::to_string(i) + " is out of bounds for dimension " +
+                         std::to_string(k) + " with size " + std::to_string(n));
+      out = out.select(d, i);  // removes dimension d
     } else {
       const Slice& s = std::get<Slice>(idx);
       out = out.slice(d, s.start, s.stop, s.step);
@@ -302,10 +313,16 @@ Tensor Tensor::expand(const Shape& shape) const {
     throw RuntimeError(why + "  Target sizes: " + detail::shape_str(shape) +
                        ".  Tensor sizes: " + detail::shape_str(shape_));
   };
-  if (n < dim())
-    fail("expand: the number of sizes provided (" + std::to_string(n) +
-         ") must be greater or equal to the number of dimensions in the tensor (" +
-         std::to_string(dim()) + ").");
+  if (n < dim()) {
+    // PyTorch names the tensor by its legacy type here: torch.FloatTensor, torch.cuda.LongTensor.
+    std::string type = device().is_cuda() ? "torch.cuda." : "torch.";
+    type += dtype_legacy_name(dtype_);
+    throw RuntimeError("expand(" + type + "Tensor{" + detail::shape_str(shape_) +
+                       "}, size=" + detail::shape_str(shape) + "): the number of sizes provided (" +
+                       std::to_string(n) +
+                       ") must be greater or equal to the number of dimensions in the tensor (" +
+                       std::to_string(dim()) + ")");
+  }
   Shape out_shape(n);
   Strides out_strides(n);
   for (int64_t i = n - 1; i >= 0; --i) {
@@ -381,7 +398,12 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
-  if (dim() == 0) return reshape({1});
+  if (dim() == 0) {
+    // A 0-dim tensor flattens to one element; its dims still must be 0 or -1, as in PyTorch.
+    (void)wrap_dim(start, 0);
+    (void)wrap_dim(end, 0);
+    return reshape({1});
+  }
   start = wrap_dim(start, dim());
   end = wrap_dim(end, dim());
   if (start > end)

@@ -246,8 +246,8 @@ class Tensor {
   Tensor permute(const std::vector<int64_t>& order) const;
   /// Picks index `i` along `dim`, removing that dimension.
   Tensor select(int64_t dim, int64_t i) const;
-  /// `x[i]`: select(0, i).
-  Tensor operator[](int64_t i) const { return select(0, i); }
+  /// `x[i]`: index({i}) (select(0, i), with Python's "index 5 is out of bounds" message).
+  Tensor operator[](int64_t i) const { return index({i}); }
   /// `x[start:stop:step]` along `dim`, Python's clamping rules.
   Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop,
                int64_t step = 1) const;
