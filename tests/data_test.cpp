@@ -317,7 +317,10 @@ TEST(Npy, RefusesFilesItCannotRead) {
           {"truncated", "shape [10] of int32 needs 40 bytes", "has 36"});
   write_bytes(path, npy_with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
                                     std::string("\x01\x07", 2)));
-  expect_error<ValueError>([&] { load_npy(path, false); }, {"element 1", "byte 7, not 0 or 1"});
+  for (bool mmap : {true, false})
+    expect_error<ValueError>([&] { load_npy(path, mmap); }, {"element 1", "byte 7, not 0 or 1"});
+  write_bytes(path, std::string("\x00\x01\x02", 3));
+  expect_error<ValueError>([&] { memmap(path, kBool); }, {"memmap", "element 2", "byte 2"});
   // NumPy's own files in layouts or dtypes tiny does not read.
   expect_error<ValueError>([&] { load_npy(fixture("fortran_float32.npy")); }, {"Fortran"});
   expect_error<TypeError>([&] { load_npy(fixture("bigendian_int32.npy")); },

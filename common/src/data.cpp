@@ -357,6 +357,21 @@ void save_npy(const Tensor& tensor, const std::string& path) {
 
 // ---- reading -------------------------------------------------------------------------------------
 
+// A bool is one byte holding 0 or 1, and reading any other byte as a bool is undefined
+// behaviour: so a bool tensor read or mapped from a file is checked byte by byte first (for a
+// map, this reads the file once; bool files are one byte an element, rarely large).
+namespace {
+void check_bool_bytes(const Tensor& t, const std::string& who, const std::string& path) {
+  if (t.dtype() != kBool) return;
+  const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
+  for (size_t i = 0; i < t.nbytes(); ++i)
+    if (bytes[i] > 1)
+      throw ValueError(who + ": '" + path + "': element " + std::to_string(i) +
+                       " of a bool array is the byte " + std::to_string(bytes[i]) +
+                       ", not 0 or 1");
+}
+}  // namespace
+
 Tensor memmap(const std::string& path, DType dtype, const Shape& shape) {
   detail::File file(path, O_RDONLY, 0, "memmap");
   const uint64_t file_size = file.size();
@@ -384,7 +399,9 @@ Tensor memmap(const std::string& path, DType dtype, const Shape& shape) {
                      "': its " + std::to_string(file_size) + " bytes hold " +
                      std::to_string(count) + " " + dtype_name(dtype) + " elements");
   auto mapping = map_file(file, file_size, "memmap");
-  return mapped_tensor(std::move(mapping), 0, file_size, dtype, resolved);
+  Tensor out = mapped_tensor(std::move(mapping), 0, file_size, dtype, resolved);
+  check_bool_bytes(out, "memmap", path);
+  return out;
 }
 
 Tensor load_npy(const std::string& path, bool mmap, std::optional<DType> dtype) {
@@ -399,21 +416,14 @@ Tensor load_npy(const std::string& path, bool mmap, std::optional<DType> dtype) 
   const bool aligned = header.data_offset % element_size(header.dtype) == 0;
   if (mmap && aligned && header.nbytes > 0) {
     auto mapping = map_file(file, header.data_offset + header.nbytes, "load_npy");
-    return mapped_tensor(std::move(mapping), header.data_offset, header.nbytes, header.dtype,
-                         header.shape);
+    Tensor out = mapped_tensor(std::move(mapping), header.data_offset, header.nbytes,
+                               header.dtype, header.shape);
+    check_bool_bytes(out, "load_npy", path);
+    return out;
   }
   Tensor out = empty(header.shape, header.dtype);
   if (header.nbytes > 0) file.read_at(out.data_ptr(), header.nbytes, header.data_offset);
-  // A bool is one byte holding 0 or 1; reading any other byte as a bool is undefined behaviour,
-  // so a file that holds one is refused here (a memory map is not checked: that would read it).
-  if (header.dtype == kBool) {
-    const auto* bytes = static_cast<const unsigned char*>(out.data_ptr());
-    for (uint64_t i = 0; i < header.nbytes; ++i)
-      if (bytes[i] > 1)
-        throw ValueError("load_npy: '" + path + "': element " + std::to_string(i) +
-                         " of a bool array is the byte " + std::to_string(bytes[i]) +
-                         ", not 0 or 1");
-  }
+  check_bool_bytes(out, "load_npy", path);
   return out;
 }
 

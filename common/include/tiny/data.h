@@ -37,9 +37,10 @@ void save_npy(const Tensor& tensor, const std::string& path);
 /// default reads the whole file as one dimension. RuntimeError when the file is missing or
 /// empty, when its size is not a whole number of elements, or when `shape` does not describe
 /// exactly the elements it holds. Writes through the tensor stay in memory (see the file
-/// comment); the mapping goes away with the last tensor that uses it. Nothing is checked
-/// element by element (that would read the file): a bool file must hold only bytes 0 and 1, and
-/// a file truncated by another process while mapped makes reads past its new end fault.
+/// comment); the mapping goes away with the last tensor that uses it. Elements are not checked
+/// (that would read the file), except a bool file's: it is read once, and a byte other than 0
+/// or 1 raises ValueError. A file truncated by another process while mapped makes reads past
+/// its new end fault.
 Tensor memmap(const std::string& path, DType dtype, const Shape& shape = {-1});
 
 /// Reads a .npy file (format 1.0, 2.0 or 3.0; little-endian float64, float32, float16, int64,
