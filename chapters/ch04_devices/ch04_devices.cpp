@@ -369,7 +369,7 @@ static std::vector<Bandwidth> bandwidth() {
   Tensor copy = empty({n}, kFloat32, device);
   const double copy_rate = 2 * bytes / timed([&] { copy.copy_(x); }, device);
   const double add_rate = 3 * bytes / timed([&] { add(x, y); }, device);
-  std::printf("on %s: copy %.0f GB/s, x + y %.0f GB/s (%.0f%% of the copy)\n", device.str().c_str(),
+  std::printf("on %s: copy %.1f GB/s, x + y %.1f GB/s (%.0f%% of the copy)\n", device.str().c_str(),
               copy_rate / 1e9, add_rate / 1e9, 100 * add_rate / copy_rate);
   //! [bandwidth]
   out.insert(out.end(), {{"copy", copy_rate / 1e9}, {"add", add_rate / 1e9}});
