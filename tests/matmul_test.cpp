@@ -341,9 +341,12 @@ TEST(Matmul, MismatchesGetTheMessageOfTheProductPyTorchRuns) {
        {2, 1, 4, 6},
        "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"},
   };
-  for (const auto& [a, b, message] : cases)
-    EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones(a), ones(b)); }, message))
+  for (const auto& c : cases) {
+    // Plain references: clang before 16 cannot capture structured bindings in a lambda.
+    const Shape &a = std::get<0>(c), &b = std::get<1>(c);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { matmul(ones(a), ones(b)); }, std::get<2>(c)))
         << a.size() << "-D @ " << b.size() << "-D";
+  }
   EXPECT_TRUE(throws_with<RuntimeError>([] { matmul(ones({2}), ones({2}, kFloat64)); },
                                         "dot : expected both vectors to have same dtype, but "
                                         "found Float and Double"));
