@@ -14,12 +14,16 @@ using namespace tiny::testing;
 
 namespace {
 
-// csv_dir_from_args on `args`, as a program's argv (argv[0] first).
+// What run_chapter does before the chapter runs: csv_dir_from_args on `args`, as a program's
+// argv (argv[0] first), then prepare_csv_dir on the folder it names.
 std::optional<std::string> parse(std::vector<std::string> args) {
   args.insert(args.begin(), "chapter");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
-  return csv_dir_from_args(static_cast<int>(argv.size()), argv.data());
+  const std::optional<std::string> dir =
+      csv_dir_from_args(static_cast<int>(argv.size()), argv.data());
+  if (dir) prepare_csv_dir(*dir);
+  return dir;
 }
 
 // A regular file at `path`, for a --csv folder that is, or lies below, a file.

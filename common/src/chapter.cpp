@@ -19,8 +19,9 @@ RuntimeError csv_dir_error(const std::string& dir, const std::string& reason) {
   return RuntimeError(message);
 }
 
-// Creates `dir` if needed and proves it writable by creating (and removing) a file in it, so that
-// a bad --csv folder stops the chapter before it prints anything rather than after.
+}  // namespace
+
+// Proves the folder writable by creating (and removing) a file in it.
 void prepare_csv_dir(const std::string& dir) {
   if (dir.empty()) throw csv_dir_error(dir, "the folder name is empty");
   std::error_code ec;
@@ -35,7 +36,6 @@ void prepare_csv_dir(const std::string& dir) {
     throw csv_dir_error(dir, std::strerror(errno));
   }
 }
-}  // namespace
 
 std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
   std::optional<std::string> dir;
@@ -45,14 +45,15 @@ std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
     else if (arg.rfind("--csv=", 0) == 0) dir = arg.substr(6);
     else throw ValueError("unknown argument '" + arg + "' (the only option is --csv DIR)");
   }
-  if (dir) prepare_csv_dir(*dir);
   return dir;
 }
 
 int run_chapter(int argc, char** argv,
                 const std::function<void(const std::optional<std::string>& csv_dir)>& body) {
   try {
-    body(csv_dir_from_args(argc, argv));
+    const std::optional<std::string> dir = csv_dir_from_args(argc, argv);
+    if (dir) prepare_csv_dir(*dir);
+    body(dir);
   } catch (const std::exception& e) {
     std::fflush(stdout);  // what the chapter printed so far comes first
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -54,6 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   fuzz::require(ok != refused, ok ? "a bad command line was accepted" : "a good one was refused");
   fuzz::require(got == want, "the --csv directory differs from the rule's");
 
+  // run_chapter creates the folder a good command line names; a fuzzer must not make folders
+  // wherever its bytes point, so it runs the chapter only on command lines that name none.
+  if (want) return 0;
   std::optional<std::string> seen;
   const int status = tiny::run_chapter(argc, argv.data(), [&](const auto& dir) { seen = dir; });
   fuzz::require(status == (refused ? 1 : 0), "run_chapter's exit status is wrong");

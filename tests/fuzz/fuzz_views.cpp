@@ -147,10 +147,17 @@ void check(const tiny::Tensor& t, const Ref& ref, const std::string& what) {
   const int64_t elements = static_cast<int64_t>(t.storage()->nbytes() / sizeof(float));
   const float* data = static_cast<const float*>(t.storage()->data());
   int64_t lowest = t.storage_offset(), highest = t.storage_offset();
-  for (size_t d = 0; d < t.shape().size(); ++d) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
     if (t.shape()[d] == 0) return;  // no elements: nothing to read
-    const int64_t reach = (t.shape()[d] - 1) * t.strides()[d];
-    (reach < 0 ? lowest : highest) += reach;
+  for (size_t d = 0; d < t.shape().size(); ++d) {
+    // Checked: a view whose reach overflows int64 certainly leaves its storage.
+    int64_t reach = 0;
+    const bool overflow = __builtin_mul_overflow(t.shape()[d] - 1, t.strides()[d], &reach) ||
+                          __builtin_add_overflow(reach < 0 ? lowest : highest, reach,
+                                                 reach < 0 ? &lowest : &highest);
+    fuzz::require(!overflow, what + ": the view's reach overflows int64 (size " +
+                                 std::to_string(t.shape()[d]) + ", stride " +
+                                 std::to_string(t.strides()[d]) + ")");
   }
   fuzz::require(lowest >= 0 && highest < elements, what + ": the view reaches outside its storage");
   if (ref.source.empty() && numel_of(ref.shape) != 0) return;  // too large to compare
@@ -241,12 +248,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         name = "narrow(" + std::to_string(dim) + ", " + std::to_string(start) + ", " +
                std::to_string(length) + ")";
         ok = fuzz::accepted([&] { out = t.narrow(dim, start, length); });
-        if (rank == 0 || !wrap(dim, rank) || start < -ref.shape[dim] || start > ref.shape[dim] ||
-            length < 0) {
+        // PyTorch wraps a start other than the size itself as it wraps a dim, where a size of
+        // 0 counts as 1: narrow(0, -1, 0) of an empty dimension starts at 0.
+        if (rank == 0 || !wrap(dim, rank) || length < 0 ||
+            (start != ref.shape[dim] && !wrap(start, ref.shape[dim]))) {
           next = invalid();
           break;
         }
-        if (start < 0) start += ref.shape[dim];
         if (length > ref.shape[dim] - start) { next = invalid(); break; }
         next = ref_slice(ref, dim, start, start + length, 1);
         break;

@@ -15,10 +15,14 @@
 
 namespace tiny {
 
-/// The directory given as `--csv DIR` (or `--csv=DIR`), if any, created if missing; other
-/// arguments are an error, and so is a folder that cannot be created or written (RuntimeError
-/// "cannot write CSV files to 'DIR': <reason>"), so that a chapter fails before it runs.
+/// The directory given as `--csv DIR` (or `--csv=DIR`; the last one wins), if any; any other
+/// argument is a ValueError. Only reads the arguments: run_chapter() then prepares the folder.
 std::optional<std::string> csv_dir_from_args(int argc, char** argv);
+
+/// Creates `dir` if it is missing and checks that a file can be written in it, so that a bad
+/// `--csv` folder stops a chapter before it prints anything: RuntimeError "cannot write CSV
+/// files to 'DIR': <reason>" otherwise (an empty name included).
+void prepare_csv_dir(const std::string& dir);
 
 /// A chapter's main(): reads the command line, runs `body` with the CSV directory (if any),
 /// and turns an exception into "error: <message>" on stderr and exit status 1.
