@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tiny/tiny.h"
 
 using namespace tiny;
@@ -345,16 +346,6 @@ const std::vector<BadInput>& table() {
   return rows;
 }
 
-// The exception's PyTorch name, most derived first.
-std::string exception_name(const Error& e) {
-  if (dynamic_cast<const NotImplementedError*>(&e)) return "NotImplementedError";
-  if (dynamic_cast<const IndexError*>(&e)) return "IndexError";
-  if (dynamic_cast<const ValueError*>(&e)) return "ValueError";
-  if (dynamic_cast<const TypeError*>(&e)) return "TypeError";
-  if (dynamic_cast<const AssertionError*>(&e)) return "AssertionError";
-  return "RuntimeError";
-}
-
 class BadInputTest : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(BadInputTest, RaisesItsError) {
@@ -364,7 +355,7 @@ TEST_P(BadInputTest, RaisesItsError) {
     row.run();
     ADD_FAILURE() << "no error raised";
   } catch (const Error& e) {
-    EXPECT_EQ(exception_name(e), row.exception);
+    EXPECT_EQ(tiny::testing::python_exception_name(e), row.exception);
     EXPECT_EQ(std::string(e.what()), row.message);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "a std::exception that is not the library's: " << e.what();

@@ -248,23 +248,13 @@ INSTANTIATE_TEST_SUITE_P(GradScaler, PyTorchRun, ::testing::ValuesIn(kScenarios)
 
 // ---- misuse: PyTorch's exception and message ----------------------------------------------------
 
-std::string type_of(const Error& e) {
-  if (dynamic_cast<const AssertionError*>(&e)) return "AssertionError";
-  if (dynamic_cast<const ValueError*>(&e)) return "ValueError";
-  if (dynamic_cast<const TypeError*>(&e)) return "TypeError";
-  if (dynamic_cast<const IndexError*>(&e)) return "IndexError";
-  if (dynamic_cast<const NotImplementedError*>(&e)) return "NotImplementedError";
-  if (dynamic_cast<const RuntimeError*>(&e)) return "RuntimeError";
-  return "Error";
-}
-
 void expect_pytorch_error(const std::string& name, const std::function<void()>& fn) {
   SCOPED_TRACE(name);
   const auto& [type, message] = Fixture::get().errors.at(name);
   try {
     fn();
   } catch (const Error& e) {
-    EXPECT_EQ(type_of(e) + ": " + e.what(), type + ": " + message);
+    EXPECT_EQ(testing::python_exception_name(e) + ": " + e.what(), type + ": " + message);
     return;
   }
   ADD_FAILURE() << "no error; PyTorch raises " << type << ": " << message;

@@ -30,6 +30,19 @@ inline uint64_t test_seed() {
   std::mt19937_64 rng(::tiny::testing::test_seed()); \
   SCOPED_TRACE("replay with TINY_TEST_SEED=" + std::to_string(::tiny::testing::test_seed()))
 
+// The Python name of the exception PyTorch would raise for `e` (the library names its
+// exceptions after them); "Error" for the library's base class, "std::exception" for others.
+inline std::string python_exception_name(const std::exception& e) {
+  if (dynamic_cast<const AssertionError*>(&e)) return "AssertionError";
+  if (dynamic_cast<const NotImplementedError*>(&e)) return "NotImplementedError";
+  if (dynamic_cast<const IndexError*>(&e)) return "IndexError";
+  if (dynamic_cast<const ValueError*>(&e)) return "ValueError";
+  if (dynamic_cast<const TypeError*>(&e)) return "TypeError";
+  if (dynamic_cast<const RuntimeError*>(&e)) return "RuntimeError";
+  if (dynamic_cast<const Error*>(&e)) return "Error";
+  return "std::exception";
+}
+
 inline int64_t uniform_int(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
