@@ -223,8 +223,14 @@ Tensor Tensor::select(int64_t d, int64_t i) const {
   strides.erase(strides.begin() + d);
   const Shape base = shape_;
   const DType dt = dtype_;
-  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset_ + i * strides_[d]),
-                             *this, "SelectBackward0", [base, dt, d, i](const Tensor& g) {
+  // i * stride can overflow only in a tensor with no elements (a 0 elsewhere in the shape lets
+  // the other sizes and strides be anything); the result is empty too, and any offset serves.
+  int64_t offset = 0;
+  if (detail::mul_overflows(i, strides_[d], &offset) ||
+      __builtin_add_overflow(offset_, offset, &offset))
+    offset = offset_;
+  return detail::record_view(Tensor(storage_, dtype_, shape, strides, offset), *this,
+                             "SelectBackward0", [base, dt, d, i](const Tensor& g) {
                                return detail::scatter_into_zeros(
                                    g, base, dt, [d, i](const Tensor& z) { return z.select(d, i); });
                              });
