@@ -20,9 +20,13 @@ struct Ref {
   bool valid = true;
 };
 
+// The element count, INT64_MAX when it overflows (a shape with a 0 has none, whatever the rest).
 int64_t numel_of(const Shape& s) {
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 
@@ -329,10 +333,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         else {
           Shape s(ref.shape.begin(), ref.shape.begin() + a);
           int64_t m = 1;
-          for (int64_t d = a; d <= b; ++d) m *= ref.shape[d];
+          bool overflow = false;  // possible beside a 0 elsewhere; PyTorch refuses the size
+          for (int64_t d = a; d <= b; ++d) overflow |= __builtin_mul_overflow(m, ref.shape[d], &m);
           s.push_back(m);
           s.insert(s.end(), ref.shape.begin() + b + 1, ref.shape.end());
           next.shape = s;
+          if (overflow) next = invalid();
         }
         break;
       }
