@@ -2,6 +2,10 @@
 #include <cfenv>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
+#include <typeinfo>
+#include <vector>
 
 #include "test_util.h"
 
@@ -29,6 +33,63 @@ TEST(DType, PromotionMatchesPyTorch) {
   EXPECT_EQ(promote_types(kFloat32, kFloat64), kFloat64);
   for (DType a : kAllDTypes)
     for (DType b : kAllDTypes) EXPECT_EQ(promote_types(a, b), promote_types(b, a));
+}
+
+// truncation_fits against its definition, checked in long double (which holds every value
+// below exactly): truncating v toward zero lands in [min, max]. Probed at the floats nearest
+// each limit (both sides), at the limits themselves, at NaN, the infinities and random values.
+template <typename I, typename F> static void check_truncation_fits() {
+  const long double lo = static_cast<long double>(std::numeric_limits<I>::min());
+  const long double hi = static_cast<long double>(std::numeric_limits<I>::max());
+  auto expected = [&](F v) {
+    if (std::isnan(v)) return false;
+    const long double t = std::trunc(static_cast<long double>(v));
+    return t >= lo && t <= hi;
+  };
+  std::vector<F> probes = {F(0),
+                           F(-0.0),
+                           F(0.5),
+                           F(-0.5),
+                           F(-0.99),
+                           F(-1),
+                           F(1),
+                           std::numeric_limits<F>::infinity(),
+                           -std::numeric_limits<F>::infinity(),
+                           std::numeric_limits<F>::quiet_NaN(),
+                           std::numeric_limits<F>::max(),
+                           std::numeric_limits<F>::lowest()};
+  for (long double limit : {lo, hi, lo - 1, hi + 1}) {
+    F v = static_cast<F>(limit);
+    for (int i = 0; i < 4; ++i) v = std::nextafter(v, -std::numeric_limits<F>::infinity());
+    for (int i = 0; i < 9; ++i, v = std::nextafter(v, std::numeric_limits<F>::infinity()))
+      probes.push_back(v);
+  }
+  TINY_SEEDED(rng);
+  std::uniform_real_distribution<double> exponent(-4, 70);
+  for (int i = 0; i < 2000; ++i)
+    probes.push_back(static_cast<F>((i % 2 ? 1 : -1) * std::exp2(exponent(rng))));
+  for (F v : probes)
+    EXPECT_EQ(truncation_fits<I>(v), expected(v)) << double(v) << " as " << typeid(I).name();
+}
+
+TEST(DType, TruncationFitsIsWhereAFloatToIntegerCastIsDefined) {
+  check_truncation_fits<int64_t, double>();
+  check_truncation_fits<int64_t, float>();
+  check_truncation_fits<int32_t, double>();
+  check_truncation_fits<int32_t, float>();
+  check_truncation_fits<int16_t, float>();
+  check_truncation_fits<uint8_t, float>();
+  check_truncation_fits<uint64_t, double>();
+  EXPECT_TRUE(truncation_fits<int32_t>(-2147483648.5));  // truncates to the minimum
+  EXPECT_FALSE(truncation_fits<int32_t>(-2147483649.0));
+  EXPECT_FALSE(truncation_fits<int64_t>(0x1p63));
+  EXPECT_TRUE(truncation_fits<int64_t>(-0x1p63));
+  // And the throwing form, with PyTorch's words: it compares the value itself with the limits.
+  EXPECT_EQ(truncate_checked<int64_t>(-2.9, "int64_t"), -2);
+  for (double v : {0x1p31, -2147483648.5, 2147483647.5})
+    EXPECT_TRUE(
+        throws_with<RuntimeError>([&] { truncate_checked<int32_t>(v, "int"); },
+                                  "value cannot be converted to type int without overflow"));
 }
 
 // An independent float16 decoder: sign * 2^(e - 15) * (1 + m / 1024), or the subnormal and

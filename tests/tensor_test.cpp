@@ -203,6 +203,54 @@ TEST(Tensor, ArangeRefusesRangesItCannotCount) {
   EXPECT_EQ(arange(0.0, 10.0, inf).numel(), 0);
 }
 
+// A number that the tensor's type cannot hold, as PyTorch 1.13 answers (values checked against
+// it): full, fill_ and scalar_tensor refuse an integer past an int32's range and a finite float
+// past a float type's largest (its infinities and NaN pass); torch.tensor() stores inf instead;
+// bool takes any number; a float into an integer type is compared before it is truncated.
+TEST(Tensor, NumbersATypeCannotHoldAreRefusedWherePyTorchRefusesThem) {
+  const char* kInt = "value cannot be converted to type int without overflow";
+  const char* kHalf = "value cannot be converted to type at::Half without overflow";
+  EXPECT_TRUE(throws_with<RuntimeError>([] { full({2}, int64_t(1) << 40, kInt32); }, kInt));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { zeros({2}, kInt32).fill_(int64_t(1) << 40); }, kInt));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { scalar_tensor(int64_t(1) << 40, kInt32); }, kInt));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { tensor({int64_t(1) << 40}, kInt32); },
+                                "value cannot be converted to type int32 without overflow"));
+  EXPECT_EQ(full({1}, INT32_MIN, kInt32).item(), double(INT32_MIN));
+  EXPECT_EQ(zeros({1}, kInt64).fill_(INT64_MIN).item<int64_t>(), INT64_MIN);
+  // A float into an int32: 2147483647.4 truncates to the largest int32, but PyTorch compares the
+  // value itself with the limits.
+  for (double v : {2147483647.4, 2147483647.5, -2147483648.5})
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { full({1}, v, kInt32); }, kInt)) << v;
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { tensor({2147483647.5}, kInt32); },
+                                "value cannot be converted to type int32 without overflow"));
+  // Floats into narrower floats.
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] { full({2}, 1e300); }, "value cannot be converted to type float without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] { scalar_tensor(1e300); }, "value cannot be converted to type float without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [] { full({1}, 3.4028235e38); }, "value cannot be converted to type float without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { full({1}, -65505.0, kFloat16); }, kHalf));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { full({1}, int64_t(1) << 40, kFloat16); }, kHalf));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({1}, kFloat16).fill_(-1e9); }, kHalf));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([] { full({1}, 1e39, kBFloat16); },
+                                "value cannot be converted to type at::BFloat16 without overflow"));
+  EXPECT_EQ(full({1}, 65504.0, kFloat16).item(), 65504.0);
+  EXPECT_EQ(full({1}, INFINITY, kFloat16).item(), INFINITY);
+  EXPECT_TRUE(std::isnan(full({1}, NAN, kFloat16).item()));
+  EXPECT_EQ(full({1}, double(INT64_MAX)).item(), 0x1p63);  // an integer-valued double: no check
+  EXPECT_EQ(full({1}, 1e300, kFloat64).item(), 1e300);
+  // torch.tensor() does not check floats: 1e300 becomes inf, 2**40 in float16 too.
+  EXPECT_EQ(tensor({1e300}).item(), INFINITY);
+  EXPECT_EQ(tensor({int64_t(1) << 40}, kFloat16).item(), INFINITY);
+  // bool takes any number.
+  EXPECT_EQ(full({1}, 2.5, kBool).item(), 1.0);
+  EXPECT_EQ(full({1}, int64_t(-1), kBool).item(), 1.0);
+}
+
 // A float number into a tensor: infinities and NaN stay themselves in a float dtype; into an
 // integer dtype, a float the type cannot hold is PyTorch's error, not an undefined C++ cast.
 TEST(Tensor, FloatNumbersIntoIntegerTensorsAreChecked) {

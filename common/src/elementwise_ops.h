@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "tiny/config.h"
+#include "tiny/dtype.h"
 
 namespace tiny::ops {
 
@@ -28,11 +29,8 @@ namespace tiny::ops {
 /// -inf and +inf become T's minimum and maximum, and NaN becomes 0.
 template <typename T> TINY_HD inline T scalar_as(double v) {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    constexpr T kMax = static_cast<T>(~static_cast<std::make_unsigned_t<T>>(0) >> 1);
-    constexpr double kLimit = 2.0 * static_cast<double>(kMax / 2 + 1);  // kMax + 1, exact
-    if (!(v == v)) return T(0);
-    if (v >= kLimit) return kMax;
-    if (v < -kLimit) return static_cast<T>(-kMax - 1);
+    constexpr T kMin = static_cast<T>(uint64_t(1) << (8 * sizeof(T) - 1));
+    if (!truncation_fits<T>(v)) return v != v ? T(0) : v > 0 ? static_cast<T>(~kMin) : kMin;
   }
   return static_cast<T>(v);
 }

@@ -72,19 +72,32 @@ const char* cpp_type_name(DType dt) {
   }
 }
 
-// A number stored as an element of type T. A float that an integer type cannot hold (NaN, an
-// infinity, out of range) is PyTorch's error, never a C++ cast, which would be undefined.
-template <typename T> T number_to(const Scalar& s, const char* type_name) {
-  if (s.kind() != Scalar::Kind::Float) return detail::convert<T>(s.to_int());
-  const double v = s.to_double();
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
-    constexpr double hi = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
-    if (!(v >= lo && v < hi))
-      throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
-                         " without overflow");
+// A number stored as an element of type T, checked as PyTorch checks a number it stores
+// (c10::checked_convert): an integer or float that T cannot hold is its RuntimeError, never a C++
+// cast (undefined for a float out of an integer type's range) or a silent wrap. Into a float type
+// the number is checked only when `check_floats` is set: full, fill_ and scalar_tensor refuse a
+// finite value beyond the type's largest (1e300 for float32; the infinities and NaN pass), where
+// torch.tensor([1e300]) stores inf. bool takes any number (nonzero is true).
+template <typename T> T number_to(const Scalar& s, const char* type_name, bool check_floats) {
+  auto overflow = [&] {
+    return RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                        " without overflow");
+  };
+  if constexpr (std::is_same_v<T, bool>) {
+    return s.kind() == Scalar::Kind::Float ? s.to_double() != 0 : s.to_int() != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (s.kind() == Scalar::Kind::Float) return truncate_checked<T>(s.to_double(), type_name);
+    const int64_t i = s.to_int();
+    if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) throw overflow();
+    return static_cast<T>(i);
+  } else {
+    const double v =
+        s.kind() == Scalar::Kind::Float ? s.to_double() : static_cast<double>(s.to_int());
+    // finfo(dtype).max of the target type, in double (exact for all four).
+    const double largest = finfo(dtype_of<T>()).max;
+    if (check_floats && std::isfinite(v) && std::fabs(v) > largest) throw overflow();
+    return detail::convert<T>(v);
   }
-  return detail::convert<T>(v);
 }
 
 }  // namespace
@@ -161,7 +174,7 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
   dispatch_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
     // torch.tensor names the dtype its own way here: "int64", not "int64_t".
-    for (size_t i = 0; i < flat.size(); ++i) p[i] = number_to<T>(flat[i], dtype_name(dt));
+    for (size_t i = 0; i < flat.size(); ++i) p[i] = number_to<T>(flat[i], dtype_name(dt), false);
   });
   return out.to(device);
 }
@@ -169,7 +182,8 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
 Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
   const DType dt = dtype.value_or(s.default_dtype());
   Tensor out = empty({}, dt);
-  dispatch_dtype(dt, [&]<typename T>() { *out.data<T>() = number_to<T>(s, cpp_type_name(dt)); });
+  dispatch_dtype(dt,
+                 [&]<typename T>() { *out.data<T>() = number_to<T>(s, cpp_type_name(dt), true); });
   return out.to(device);
 }
 

@@ -33,10 +33,9 @@ template <typename D, typename S> TINY_HD inline D convert(S s) {
     return D(static_cast<float>(static_cast<A>(s)));
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<A>) {
     static_assert(std::is_signed_v<D>, "the library's integer dtypes are signed");
-    constexpr D kMin = static_cast<D>(uint64_t(1) << (8 * sizeof(D) - 1));
-    constexpr A kLimit = -static_cast<A>(kMin);  // 2^(bits - 1), exact in any float type
     const A a = static_cast<A>(s);
-    return a >= -kLimit && a < kLimit ? static_cast<D>(a) : kMin;
+    constexpr D kMin = static_cast<D>(uint64_t(1) << (8 * sizeof(D) - 1));
+    return truncation_fits<D>(a) ? static_cast<D>(a) : kMin;
   } else {
     return static_cast<D>(static_cast<A>(s));
   }

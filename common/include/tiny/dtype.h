@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <type_traits>
@@ -115,6 +116,40 @@ template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* 
   }
   throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
                      dtype_legacy_name(dtype) + "'");
+}
+
+/// True when truncating the float `v` toward zero gives a value the integer type I holds: v in
+/// (min - 1, max + 1) (-2147483648.5 truncates to int32's minimum); false for NaN and the
+/// infinities. A C++ cast of any other float to I is undefined behaviour, so every
+/// float-to-integer conversion in the library asks this first. F is float or double.
+template <typename I, typename F> TINY_HD constexpr bool truncation_fits(F v) {
+  static_assert(std::is_integral_v<I> && (std::is_same_v<F, float> || std::is_same_v<F, double>));
+  // max + 1 and -min are powers of two, exact in every float type. (Spelled with shifts, not
+  // numeric_limits, whose members CUDA device code may not call.)
+  constexpr int kValueBits = 8 * int(sizeof(I)) - (std::is_signed_v<I> ? 1 : 0);
+  constexpr F kTop = F(2) * static_cast<F>(uint64_t(1) << (kValueBits - 1));
+  if constexpr (!std::is_signed_v<I>) {
+    return v > F(-1) && v < kTop;
+  } else {
+    // min - 1 is exact only when F has more significant bits than I has value bits; when it
+    // has fewer, no F lies strictly between min - 1 and min, and v >= min says the same.
+    constexpr int kDigits = std::is_same_v<F, float> ? 24 : 53;
+    if constexpr (kDigits > kValueBits) return v > -kTop - F(1) && v < kTop;
+    else return v >= -kTop && v < kTop;
+  }
+}
+
+/// `v` truncated to the integer type I, or PyTorch's RuntimeError "value cannot be converted to
+/// type <type_name> without overflow" when it does not fit. PyTorch (c10::checked_convert) tests
+/// the value itself against I's limits, before truncating: 2147483647.5 does not fit an int32.
+/// truncation_fits as well keeps out 2^63, which that test lets through for int64.
+template <typename I> I truncate_checked(double v, const char* type_name) {
+  constexpr double kMin = static_cast<double>(std::numeric_limits<I>::min());
+  constexpr double kMax = static_cast<double>(std::numeric_limits<I>::max());
+  if (!(truncation_fits<I>(v) && v >= kMin && v <= kMax))
+    throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                       " without overflow");
+  return static_cast<I>(v);
 }
 
 }  // namespace tiny

@@ -119,7 +119,7 @@ class Scalar {
  private:
   // A C++ cast of a float outside int64's range (or of NaN) is undefined; this one is not.
   static int64_t truncate(double f) {
-    return f >= -0x1p63 && f < 0x1p63 ? static_cast<int64_t>(f) : INT64_MIN;
+    return truncation_fits<int64_t>(f) ? static_cast<int64_t>(f) : INT64_MIN;
   }
 
   Kind kind_;
@@ -343,15 +343,9 @@ class Tensor {
   /// an integer type that cannot hold it (NaN, infinity, out of range).
   template <typename T> T item() const {
     const double v = item();
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // [min, max + 1): where truncating to T is defined (max + 1 is exact in a double).
-      constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
-      constexpr double hi = 2.0 * static_cast<double>(std::numeric_limits<T>::max() / 2 + 1);
-      if (!(v >= lo && v < hi))
-        throw RuntimeError(std::string("value cannot be converted to type ") +
-                           (sizeof(T) == 8 ? "int64_t" : "int") + " without overflow");
-    }
-    return static_cast<T>(v);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return truncate_checked<T>(v, sizeof(T) == 8 ? "int64_t" : "int");
+    else return static_cast<T>(v);
   }
   /// All elements in row-major order, as doubles (Python's tolist() of a 1-D tensor).
   std::vector<double> tolist() const;
