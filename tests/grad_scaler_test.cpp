@@ -547,6 +547,57 @@ TEST(GradScaler, ADisabledScalersCheckpointCannotFeedAnEnabledOne) {
   EXPECT_EQ(target.scaler.get_scale(), 65536.0);
 }
 
+// A hand-edited checkpoint: the interval must be a whole number an int64 holds, the tracker one
+// an int32 holds (it is an int32 tensor, as in PyTorch); a refused file changes nothing.
+TEST(GradScaler, TheCheckpointsCountsAreWholeNumbersOfTheirTypes) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  Trio t;
+  save_checkpoint(path, t.model, t.opt, t.scaler);
+  TensorFile file = load_safetensors(path);
+  auto write = [&](const std::string& interval, const std::string& tracker) {
+    file.metadata["grad_scaler"] =
+        "{\"scale\": 8.0, \"growth_factor\": 2.0, \"backoff_factor\": "
+        "0.5, \"growth_interval\": " +
+        interval + ", \"_growth_tracker\": " + tracker + "}";
+    save_safetensors(path, file.tensors, file.metadata);
+  };
+  struct Case {
+    const char *interval, *tracker, *refused;  // refused: the text after "got", or null
+  };
+  const Case cases[] = {{"3", "1.5", "1.5"},
+                        {"3", "2147483648", "2147483648"},
+                        {"3", "-2147483649", "-2147483649"},
+                        {"3", "1e300", "1e300"},
+                        {"9223372036854775808", "0", "9223372036854775808"},
+                        {"-9.3e18", "0", "-9.3e18"},
+                        {"3", "0", nullptr},
+                        {"3", "-2147483648", nullptr},
+                        {"3", "2147483647", nullptr},
+                        {"-9223372036854775808", "0", nullptr},
+                        {"4611686018427387904", "0", nullptr}};
+  for (const Case& c : cases) {
+    write(c.interval, c.tracker);
+    Trio target;
+    if (c.refused) {
+      try {
+        load_checkpoint(path, target.model, target.opt, target.scaler);
+        ADD_FAILURE() << "accepted " << c.interval << ", " << c.tracker;
+      } catch (const RuntimeError& e) {
+        EXPECT_NE(std::string(e.what()).find(" holds, got " + std::string(c.refused)),
+                  std::string::npos)
+            << e.what();
+      }
+      EXPECT_EQ(target.scaler.get_scale(), 65536.0);
+    } else {
+      load_checkpoint(path, target.model, target.opt, target.scaler);
+      EXPECT_EQ(target.scaler.get_scale(), 8.0);
+      EXPECT_EQ(target.scaler.state_dict()->growth_interval, std::stoll(c.interval));
+      EXPECT_EQ(target.scaler.state_dict()->growth_tracker, std::stoll(c.tracker));
+    }
+  }
+}
+
 TEST(GradScaler, AScaleJsonCannotHoldIsRefused) {
   TempDir dir;
   Trio t;

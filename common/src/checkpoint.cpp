@@ -887,9 +887,14 @@ std::optional<amp::GradScalerState> parse_scaler(const std::string& text,
     if (k < 3) {
       *reals[k] = d;
     } else {
-      // Whole numbers that an int64 holds (2^63 is the first double past its range).
-      if (d != std::floor(d) || std::fabs(d) >= 9223372036854775808.0)
-        throw RuntimeError(what + " must be a whole number, got " + value.text);
+      // Whole numbers: the interval a Python int (int64 here), the tracker an int32, since it
+      // is an int32 tensor that load_state_dict fills (and a fill that overflowed would fail
+      // after the model and optimizer had been loaded).
+      const bool tracker = k == 4;
+      if (d != std::floor(d) ||
+          !(tracker ? truncation_fits<int32_t>(d) : truncation_fits<int64_t>(d)))
+        throw RuntimeError(what + " must be a whole number that " + (tracker ? "int32" : "int64") +
+                           " holds, got " + value.text);
       *counts[k - 3] = static_cast<int64_t>(d);
     }
   }
