@@ -19,12 +19,14 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
       throw RuntimeError("Trying to create tensor with negative dimension " + std::to_string(s) +
                          ": " + detail::shape_str(shape));
   // The bytes, numel times itemsize, checked as PyTorch checks them: a size that wraps around
-  // would get a small block that the fill then overruns.
-  int64_t nbytes = static_cast<int64_t>(element_size(dtype));
-  for (int64_t s : shape)
-    if (detail::mul_overflows(nbytes, s, &nbytes))
-      throw RuntimeError("Storage size calculation overflowed with sizes=" +
-                         detail::shape_str(shape));
+  // would get a small block that the fill then overruns. The sizes are multiplied first, in
+  // order, so that a 0 after a large size ({1 << 62, 0}) gives no bytes, as in PyTorch.
+  int64_t nbytes = 1;
+  bool overflow = false;
+  for (int64_t s : shape) overflow |= detail::mul_overflows(nbytes, s, &nbytes);
+  overflow = overflow || detail::mul_overflows(nbytes, static_cast<int64_t>(element_size(dtype)), &nbytes);
+  if (overflow)
+    throw RuntimeError("Storage size calculation overflowed with sizes=" + detail::shape_str(shape));
   auto storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), device);
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }

@@ -57,11 +57,14 @@ CoalescedLoop<N> coalesce(const Shape& shape, const std::array<const Strides*, N
   CoalescedLoop<N> loop;
   auto& sizes = loop.sizes;
   auto& st = loop.steps;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 0) {
+  // Nothing to loop over when any size is 0; checked first, since beside a 0 the other sizes
+  // and strides may be anything (their products could overflow below).
+  for (int64_t size : shape)
+    if (size == 0) {
       loop.empty = true;
       return loop;
     }
+  for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
     std::array<int64_t, N> s{};
     for (size_t k = 0; k < N; ++k) s[k] = (*strides[k])[d];

@@ -80,6 +80,9 @@ namespace {
 void check_layout(const Storage& storage, DType dtype, const Shape& shape, const Strides& strides,
                   int64_t offset) {
   if (shape.size() != strides.size()) throw RuntimeError("mismatch in length of strides and shape");
+  // A size the element count overflows is refused as PyTorch refuses it, even where every
+  // stride is 0 and the storage would hold the one element read.
+  (void)shape_numel(shape);
   for (int64_t st : strides)
     if (st < 0)
       throw RuntimeError(
@@ -95,7 +98,7 @@ void check_layout(const Storage& storage, DType dtype, const Shape& shape, const
     overflow |= size < 0;
     empty |= size == 0;
   }
-  for (size_t d = 0; d < shape.size() && !empty; ++d) {
+  for (size_t d = 0; d < shape.size() && !empty && !overflow; ++d) {
     int64_t reach = 0;
     overflow |= detail::mul_overflows(shape[d] - 1, strides[d], &reach) ||
                 __builtin_add_overflow(needed, reach, &needed);
@@ -136,6 +139,10 @@ int64_t Tensor::numel() const { return shape_numel(shape_); }
 
 void* Tensor::data_ptr() const {
   if (!storage_) return nullptr;
+  // A tensor with no element reads nothing, and its offset may be anything (PyTorch accepts
+  // as_strided((0,), (1,), 2**62)): it points at its storage's start, not at an address far
+  // outside it, or one whose byte count overflows.
+  if (offset_ > 0 && numel() == 0) return storage_->data();
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size());
 }
 
@@ -415,8 +422,14 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   if (start > end)
     throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
   Shape shape(shape_.begin(), shape_.begin() + start);
+  // Beside a 0 elsewhere the merged sizes can multiply past int64; PyTorch wraps the product
+  // silently (to 0 for 2^62 * 2^62), tiny refuses it.
   int64_t merged = 1;
-  for (int64_t d = start; d <= end; ++d) merged *= shape_[d];
+  for (int64_t d = start; d <= end; ++d)
+    if (detail::mul_overflows(merged, shape_[d], &merged))
+      throw RuntimeError("flatten(): the sizes " + detail::shape_str(shape_) + " from dim " +
+                         std::to_string(start) + " to " + std::to_string(end) +
+                         " multiply past int64");
   shape.push_back(merged);
   shape.insert(shape.end(), shape_.begin() + end + 1, shape_.end());
   return reshape(shape);

@@ -4,6 +4,9 @@
 // op's definition (PyTorch's) says it is, computed from indices alone. After every op the
 // library accepts, the reference must accept it too, the shapes must agree, every element must
 // lie inside the storage and hold the value the reference names, and at() must read it.
+// One of the ops is a hand-made layout on the tensor's storage (the public Tensor(storage,
+// dtype, shape, strides, offset) constructor, PyTorch's as_strided), which must be accepted
+// exactly when PyTorch accepts it, and whose copies (clone, contiguous) must hold its elements.
 #include <algorithm>
 #include <functional>
 
@@ -143,6 +146,38 @@ Ref ref_expand(const Ref& in, const Shape& sizes) {
   });
 }
 
+// The reference of a hand-made layout on `base`'s storage, by PyTorch's rule: as many strides
+// as sizes, no negative stride or offset, an element count int64 holds (a 0 before any overflow
+// makes it 0), and, unless there is no element, the farthest element inside the storage. (tiny
+// also refuses a negative size where PyTorch lets one through beside a 0.) Each element is the
+// storage element its offset names, which holds the source element's number.
+Ref ref_strided(const tiny::Tensor& base, const Shape& shape, const tiny::Strides& strides,
+                int64_t offset) {
+  if (shape.size() != strides.size()) return invalid();
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return invalid();
+  if (offset < 0) return invalid();
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] < 0 || strides[d] < 0) return invalid();
+  Ref r;
+  r.shape = shape;
+  if (n == 0) return r;
+  const int64_t elements = static_cast<int64_t>(base.storage()->nbytes() / sizeof(float));
+  __int128 far = offset;  // every term is at most 2^126 and the sum stops at the storage's end
+  for (size_t d = 0; d < shape.size() && far < elements; ++d)
+    far += static_cast<__int128>(shape[d] - 1) * strides[d];
+  if (far >= elements) return invalid();
+  if (n > (1 << 16)) return r;  // too many to list; shape and bounds checked only
+  const float* data = static_cast<const float*>(base.storage()->data());
+  for_each_index(shape, [&](const Shape& i) {
+    int64_t o = offset;
+    for (size_t d = 0; d < i.size(); ++d) o += i[d] * strides[d];
+    r.source.push_back(static_cast<int64_t>(data[o]));
+  });
+  return r;
+}
+
 // Checks a result against its reference: shape, bounds, values, at().
 void check(const tiny::Tensor& t, const Ref& ref, const std::string& what) {
   fuzz::require(ref.valid, what + ": the library accepted arguments PyTorch refuses");
@@ -199,7 +234,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     Ref next;
     tiny::Tensor out;
     bool ok = false;
-    switch (in.ConsumeIntegralInRange<int>(0, 11)) {
+    switch (in.ConsumeIntegralInRange<int>(0, 12)) {
       case 0: {
         name = "transpose";
         int64_t a = fuzz::argument(in), b = fuzz::argument(in);
@@ -339,6 +374,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
           s.insert(s.end(), ref.shape.begin() + b + 1, ref.shape.end());
           next.shape = s;
           if (overflow) next = invalid();
+        }
+        break;
+      }
+      case 12: {
+        name = "Tensor(storage, ...)";
+        Shape s = shape_argument(in);
+        tiny::Strides st(in.ConsumeBool() ? s.size() : in.ConsumeIntegralInRange<size_t>(0, 5));
+        for (int64_t& x : st) x = fuzz::argument(in);
+        const int64_t offset = fuzz::argument(in);
+        ok = fuzz::accepted([&] { out = tiny::Tensor(t.storage(), tiny::kFloat32, s, st, offset); });
+        next = ref_strided(t, s, st, offset);
+        fuzz::require(ok || !next.valid, name + ": refused a layout PyTorch accepts");
+        if (ok && next.valid && !(next.source.empty() && numel_of(s) != 0)) {
+          // Copies read every element through the layout (zero and overlapping strides too).
+          check(out.clone(), next, name + " then clone");
+          check(out.contiguous(), next, name + " then contiguous");
         }
         break;
       }

@@ -37,7 +37,11 @@ for i, ops in enumerate([
         [0, *small(0), *small(1)], [1, *small(1), *small(0)], [2, *small(0), *small(1)],
         [3, *small(1), *small(0), *small(2)], [4, *small(0), 1, *small(1), 0, *small(2)],
         [5, 3, *small(2), *small(-1), *small(3)], [6, 1, *small(-1)], [7, 2, *small(3), *small(-1)],
-        [8, 1], [9, *small(0)], [10, *small(0), *small(-1)], [11, 2, *small(1), *small(2)]]):
+        [8, 1], [9, *small(0)], [10, *small(0), *small(-1)], [11, 2, *small(1), *small(2)],
+        # a hand-made layout: rank, sizes, 1 (as many strides as sizes), strides, offset; an
+        # empty one with offset INT64_MAX (an extreme: kind byte 200)
+        [12, 2, *small(2), *small(3), 1, *small(1), *small(0), *small(1)],
+        [12, 1, *small(3), 1, *small(2), *small(0)], [12, 1, *small(0), 1, *small(1), 200]]):
     write("views", f"seed{i}", bytes(reversed([2, 2, 3] + ops)))
 
 # float formats: format index, overflow, two floats and a pattern (raw little-endian words,
@@ -53,3 +57,19 @@ for i, (fmt, x, y, p) in enumerate([(0, 1.5, -2.25, 0x3f800000), (1, 65504.0, 1e
 for i, args in enumerate([[], ["--csv", "out"], ["--csv=out/csv"], ["--help"], ["--csv"],
                           ["--csv", "a", "--csv=b"]]):
     write("cli", f"seed{i}", b"\0".join(a.encode() for a in args))
+
+# checkpoint: the first byte is the mode (bit 0: 1 = an edited copy of a real checkpoint, 0 = the
+# bytes that follow are the file; bit 1: load the scaler's state too). An edited copy with no
+# edits is the intact checkpoint; the edits are, per metadata key (optimizer, its groups, the
+# scaler, "step") 0 keep, 1 replace with the next string, 2 drop; then per tensor 0 keep, 1
+# reshape, 2 another dtype, 3 rename, 4 flatten. (The raw seed, raw_checkpoint, is "\x02" and
+# the file the harness writes for the intact seed: a real save_checkpoint.)
+for i, (mode, strings, ints) in enumerate([
+        (3, [], []), (1, [], []),
+        (3, ['{"scale": 2.0, "growth_factor": 2.0}'], [0, 0, 1, 0]),
+        (3, ['{"scale": 2.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 1.5, '
+             '"_growth_tracker": 0}'], [0, 0, 1, 0]),
+        (1, ['[{"lr": 0.1, "betas": [0.9, 0.999], "params": [0, 1]}]'], [0, 1, 0, 0]),
+        (1, ["SGD"], [1, 0, 0, 0]), (3, [], [0, 0, 2, 0]),
+        (1, [], [0, 0, 0, 0, 1, 3, 2]), (1, [], [0, 0, 0, 0, 2, 1, 0, 4])]):
+    write("checkpoint", f"seed{i}", bytes([mode]) + seed(strings, ints))
