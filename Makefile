@@ -12,6 +12,7 @@
 #   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
 #   make sanitize                 clang with ASan + UBSan in build-sanitize/, then every test
 #   make fuzz FUZZ_SECONDS=600    run each libFuzzer harness (tests/fuzz/) that long, count runs
+#                                 (FUZZ_JOBS of them at once, one per core by default)
 #   make third_party              copy GoogleTest's source into third_party/ for such a machine
 #   make deps                     install what the build needs (run for you when configuring)
 #   make help                     this list
@@ -99,6 +100,8 @@ gpu-check:
 # casts included), stopping at the first report; the fuzzers are built in the same folder.
 SANITIZE_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 600
+# How many fuzzers run at once, one core each.
+FUZZ_JOBS ?= $(JOBS)
 FUZZERS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.cpp)))
 SANITIZE_FLAGS := -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTINY_CUDA=OFF \
   -DTINY_BENCH=OFF -DTINY_TESTS=ON -DTINY_SANITIZE=ON -DTINY_FUZZ=ON \
@@ -115,7 +118,7 @@ sanitize: $(SANITIZE_BUILD)/CMakeCache.txt
 
 fuzz: $(SANITIZE_BUILD)/CMakeCache.txt
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target $(FUZZERS)
-	scripts/fuzz.sh $(SANITIZE_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+	FUZZ_JOBS=$(FUZZ_JOBS) scripts/fuzz.sh $(SANITIZE_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
 
 third_party:
 	@mkdir -p third_party && rm -rf third_party/googletest && cp -r /usr/src/googletest third_party/googletest
