@@ -263,8 +263,10 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   // ceil((e - b) / step), written so that a huge step cannot overflow.
   shape[d] = e == b ? 0 : (e - b - 1) / step + 1;
   // A step past the end leaves at most one element, whose stride is never used (and the
-  // product could overflow); otherwise the product is within the storage.
-  if (shape[d] > 1) strides[d] = strides_[d] * step;
+  // product could overflow); otherwise the product is within the storage, except beside a 0
+  // elsewhere in the shape, where nothing is read and an overflowing stride saturates.
+  if (shape[d] > 1 && detail::mul_overflows(strides_[d], step, &strides[d]))
+    strides[d] = INT64_MAX;
   // Within the storage for any slice that reads something; only an empty tensor's saturated
   // strides can take it past int64, and an empty slice reads nothing, so its offset stays put.
   int64_t offset = 0;
