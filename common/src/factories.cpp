@@ -81,23 +81,21 @@ const char* cpp_type_name(DType dt) {
 // finite value beyond the type's largest (1e300 for float32; the infinities and NaN pass), where
 // torch.tensor([1e300]) stores inf. bool takes any number (nonzero is true).
 template <typename T> T number_to(const Scalar& s, const char* type_name, bool check_floats) {
-  auto overflow = [&] {
-    return RuntimeError(std::string("value cannot be converted to type ") + type_name +
-                        " without overflow");
-  };
   if constexpr (std::is_same_v<T, bool>) {
     return s.kind() == Scalar::Kind::Float ? s.to_double() != 0 : s.to_int() != 0;
   } else if constexpr (std::is_integral_v<T>) {
     if (s.kind() == Scalar::Kind::Float) return truncate_checked<T>(s.to_double(), type_name);
-    const int64_t i = s.to_int();
-    if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) throw overflow();
-    return static_cast<T>(i);
+    // An int64 into a narrower integer: exact as a double wherever it could fit.
+    if constexpr (sizeof(T) < sizeof(int64_t))
+      return truncate_checked<T>(static_cast<double>(s.to_int()), type_name);
+    else return s.to_int();
   } else {
     const double v =
         s.kind() == Scalar::Kind::Float ? s.to_double() : static_cast<double>(s.to_int());
     // finfo(dtype).max of the target type, in double (exact for all four).
-    const double largest = finfo(dtype_of<T>()).max;
-    if (check_floats && std::isfinite(v) && std::fabs(v) > largest) throw overflow();
+    if (check_floats && std::isfinite(v) && std::fabs(v) > finfo(dtype_of<T>()).max)
+      throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                         " without overflow");
     return detail::convert<T>(v);
   }
 }
