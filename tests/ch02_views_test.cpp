@@ -41,8 +41,18 @@ TEST(Ch02_Views, ReproducesTheLecturesFacts) {
 TEST(Ch02_Views, CommandLine) {
   const ProgramOutput bad = run_program(std::string(TINY_CHAPTER_EXE) + " --bogus");
   EXPECT_NE(bad.status, 0) << bad.out;
-  EXPECT_NE(bad.out.find("error: unknown argument '--bogus' (the only option is --csv DIR)"),
+  EXPECT_NE(bad.out.find("error: unknown argument '--bogus' (the only option is --csv DIR; "
+                         "--help says more)"),
             std::string::npos);
+  const ProgramOutput no_dir = run_program(std::string(TINY_CHAPTER_EXE) + " --csv");
+  EXPECT_EQ(no_dir.status, 1) << no_dir.out;
+  EXPECT_EQ(no_dir.out, "error: --csv needs a folder: --csv DIR\n");
+  // --help runs nothing: it prints the usage, with the program's own name, and succeeds.
+  const ProgramOutput help = run_program(std::string(TINY_CHAPTER_EXE) + " --help");
+  EXPECT_EQ(help.status, 0) << help.out;
+  EXPECT_EQ(help.out.rfind("usage: ch02_views [--csv DIR]\n", 0), 0u) << help.out;
+  EXPECT_NE(help.out.find("chapters/ch02_views/README.md"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("=="), std::string::npos) << "the chapter ran: " << help.out;
   const std::string dir = std::string(TINY_BINARY_DIR) + "/test_csv_ch02";
   const ProgramOutput good = run_program(std::string(TINY_CHAPTER_EXE) + " --csv " + dir);
   ASSERT_EQ(good.status, 0) << good.out;

@@ -42,14 +42,40 @@ std::optional<std::string> csv_dir_from_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv" && i + 1 < argc) dir = argv[++i];
+    else if (arg == "--csv") throw ValueError("--csv needs a folder: --csv DIR");
     else if (arg.rfind("--csv=", 0) == 0) dir = arg.substr(6);
-    else throw ValueError("unknown argument '" + arg + "' (the only option is --csv DIR)");
+    else
+      throw ValueError("unknown argument '" + arg +
+                       "' (the only option is --csv DIR; --help says more)");
   }
   return dir;
 }
 
+bool help_requested(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return true;
+    if (arg == "--csv") ++i;  // the next argument is a folder, whatever its name
+  }
+  return false;
+}
+
+std::string chapter_usage(const std::string& program) {
+  const std::string name = std::filesystem::path(program).filename().string();
+  return "usage: " + name + " [--csv DIR]\n\n"
+         "Runs the chapter and prints what it teaches; chapters/" + name +
+         "/README.md reads alongside.\n\n"
+         "  --csv DIR   also write the data behind the chapter's figures into DIR, one CSV file\n"
+         "              per figure (make plots draws docs/images/ from them)\n"
+         "  -h, --help  print this and exit\n";
+}
+
 int run_chapter(int argc, char** argv,
                 const std::function<void(const std::optional<std::string>& csv_dir)>& body) {
+  if (help_requested(argc, argv)) {
+    std::fputs(chapter_usage(argc > 0 ? argv[0] : "chapter").c_str(), stdout);
+    return 0;
+  }
   try {
     const std::optional<std::string> dir = csv_dir_from_args(argc, argv);
     if (dir) prepare_csv_dir(*dir);

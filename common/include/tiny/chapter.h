@@ -16,16 +16,25 @@
 namespace tiny {
 
 /// The directory given as `--csv DIR` (or `--csv=DIR`; the last one wins), if any; any other
-/// argument is a ValueError. Only reads the arguments: run_chapter() then prepares the folder.
+/// argument, and `--csv` without a folder, is a ValueError. Only reads the arguments:
+/// run_chapter() then prepares the folder.
 std::optional<std::string> csv_dir_from_args(int argc, char** argv);
+
+/// True when the arguments ask for help (`--help` or `-h`; a folder after `--csv` is a name).
+bool help_requested(int argc, char** argv);
+
+/// What `--help` prints for the chapter program at `program` (its argv[0]): the command line
+/// and where its README is.
+std::string chapter_usage(const std::string& program);
 
 /// Creates `dir` if it is missing and checks that a file can be written in it, so that a bad
 /// `--csv` folder stops a chapter before it prints anything: RuntimeError "cannot write CSV
 /// files to 'DIR': <reason>" otherwise (an empty name included).
 void prepare_csv_dir(const std::string& dir);
 
-/// A chapter's main(): reads the command line, runs `body` with the CSV directory (if any),
-/// and turns an exception into "error: <message>" on stderr and exit status 1.
+/// A chapter's main(): reads the command line (`--help` prints chapter_usage() and returns 0
+/// without running the chapter), runs `body` with the CSV directory (if any), and turns an
+/// exception into "error: <message>" on stderr and exit status 1.
 int run_chapter(int argc, char** argv,
                 const std::function<void(const std::optional<std::string>& csv_dir)>& body);
 
