@@ -2,6 +2,7 @@
 // be written stops the chapter before its body runs, with the library's error, never a
 // std::filesystem_error.
 #include "tiny/chapter.h"
+#include "tiny/timing.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -75,6 +76,43 @@ TEST(Chapter, RunChapterFailsBeforeTheBodyOnABadCsvFolder) {
   EXPECT_EQ(status, 1);
   EXPECT_FALSE(ran);
   EXPECT_EQ(err, "error: cannot write CSV files to '" + arg2 + "': Not a directory\n");
+}
+
+TEST(Chapter, HelpIsAskedForByEitherSpellingButNotByAFolderOfThatName) {
+  auto asks = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "chapter");
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return help_requested(static_cast<int>(argv.size()), argv.data());
+  };
+  EXPECT_TRUE(asks({"--help"}));
+  EXPECT_TRUE(asks({"-h"}));
+  EXPECT_TRUE(asks({"--csv", "out", "--help"}));
+  EXPECT_FALSE(asks({}));
+  EXPECT_FALSE(asks({"--csv", "--help"}));  // a folder named --help
+  EXPECT_FALSE(asks({"--helpful"}));
+  EXPECT_TRUE(throws_with<ValueError>([] { parse({"--csv"}); },
+                                      "--csv needs a folder: --csv DIR"));
+  const std::string usage = chapter_usage("./build/ch05_floats");
+  EXPECT_EQ(usage.rfind("usage: ch05_floats [--csv DIR]\n", 0), 0u) << usage;
+  EXPECT_NE(usage.find("chapters/ch05_floats/README.md"), std::string::npos) << usage;
+}
+
+// A chapter's timings that contradict its text are measured again, at most `attempts` times,
+// and what still contradicts is reported as a busy machine, never printed as a finding.
+TEST(Chapter, TimingsThatContradictTheTextAreMeasuredAgainThenReported) {
+  int measured = 0;
+  EXPECT_TRUE(remeasure_while([&] { return measured < 2; }, [&] { ++measured; }));
+  EXPECT_EQ(measured, 2);  // stopped as soon as the numbers agreed
+  measured = 0;
+  EXPECT_TRUE(remeasure_while([] { return false; }, [&] { ++measured; }));
+  EXPECT_EQ(measured, 0);  // numbers that agree are not measured again
+  EXPECT_FALSE(remeasure_while([] { return true; }, [&] { ++measured; }, 3));
+  EXPECT_EQ(measured, 3);  // and a contradiction that stays is given up on
+  EXPECT_EQ(busy_note(true, "more than 100%"), "");
+  EXPECT_EQ(busy_note(false, "more than 100%"),
+            " (more than 100%: the machine was busy while this was measured; run it again on a "
+            "quiet machine)");
 }
 
 TEST(Chapter, CsvFileRaisesTheLibrarysError) {

@@ -93,9 +93,21 @@ static void matmul_flops_measured() {
   Tensor x = ones({B, D});
   Tensor w = randn({D, K});
   Tensor y;
-  const double seconds = timed([&] { y = matmul(x, w); }, 50);  // median of 50, after a warm-up
-  const double rate = flops / seconds;
+  double seconds = timed([&] { y = matmul(x, w); }, 50);  // median of 50, after a warm-up
   //! [measure]
+  // This CPU's own peak, measured: a large square float32 matmul, where a BLAS does its best.
+  const int64_t n = 2048;
+  Tensor a = randn({n, n}), b = randn({n, n});
+  double big = timed([&] { y = matmul(a, b); }, 5);
+  // Nothing runs faster than the peak, so the small matmul beating it means that other work slowed
+  // one of the two measurements: both are taken again, and the chapter says so if that persists.
+  const bool agree = remeasure_while([&] { return flops / seconds > matmul_flops(n, n, n) / big; },
+                                     [&] {
+                                       seconds = timed([&] { y = matmul(x, w); }, 50);
+                                       big = timed([&] { y = matmul(a, b); }, 5);
+                                     });
+  const double rate = flops / seconds;
+  const double peak = matmul_flops(n, n, n) / big;
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("matmul on this CPU: %s%s%s\n", matmul_backend_description().c_str(),
               coretype ? ", OPENBLAS_CORETYPE=" : "", coretype ? coretype : "");
@@ -105,14 +117,10 @@ static void matmul_flops_measured() {
   const double h100 = promised_flop_per_sec("H100", kFloat32);
   std::printf("MFU against an H100's float32 promise (%.1f TFLOP/s): %.3f%%\n", h100 / 1e12,
               100 * rate / h100);
-  // This CPU's own peak, measured: a large square float32 matmul, where a BLAS does its best.
-  const int64_t n = 2048;
-  Tensor a = randn({n, n}), b = randn({n, n});
-  const double big = timed([&] { y = matmul(a, b); }, 5);
-  const double peak = matmul_flops(n, n, n) / big;
   std::printf("this CPU's peak, measured (float32 %lldx%lld matmul): %.1f GFLOP/s\n",
               static_cast<long long>(n), static_cast<long long>(n), peak / 1e9);
-  std::printf("MFU against that measured peak: %.0f%%\n", 100 * rate / peak);
+  std::printf("MFU against that measured peak: %.0f%%%s\n", 100 * rate / peak,
+              busy_note(agree, "more than 100%").c_str());
 }
 
 // The figure: days to train the 70B model on 15T tokens, against MFU, for three cluster sizes.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tiny/device.h"
@@ -34,6 +35,27 @@ inline double timed(const std::function<void()>& fn, Device device, int trials =
 /// timed(fn, Device::cpu(), trials): work that runs on the CPU.
 inline double timed(const std::function<void()>& fn, int trials = 10) {
   return timed(fn, Device::cpu(), trials);
+}
+
+/// For timings that must agree with what a chapter's text says of them (no matmul beats the
+/// machine's peak; queued calls are not slower than waited ones), which on a quiet machine they
+/// do. Other work on the machine during one measurement can make them disagree, so while
+/// `contradicts()` is true this calls `measure()` again, at most `attempts` times, and returns
+/// whether they agree in the end.
+inline bool remeasure_while(const std::function<bool()>& contradicts,
+                            const std::function<void()>& measure, int attempts = 2) {
+  for (int i = 0; i < attempts && contradicts(); ++i) measure();
+  return !contradicts();
+}
+
+/// What a chapter appends to a line whose timings still contradict its text after
+/// remeasure_while(): nothing when `agree`, else " (<contradiction>: the machine was busy while
+/// this was measured; run it again on a quiet machine)". A contradiction is then reported as
+/// what it is, never printed as a finding.
+inline std::string busy_note(bool agree, const std::string& contradiction) {
+  if (agree) return "";
+  return " (" + contradiction + ": the machine was busy while this was measured; run it again on "
+         "a quiet machine)";
 }
 
 }  // namespace tiny
