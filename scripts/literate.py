@@ -7,8 +7,14 @@ Usage: scripts/literate.py BUILD_DIR CHAPTER      (CHAPTER like ch02_views or 02
 
 A block follows a marker line: `<!-- snippet: NAME -->` takes the source lines between the two
 `//! [NAME]` markers; `<!-- output: KEY -->` takes the program's output section whose heading
-("== ... ==") contains KEY, up to the next blank line. The prose is never touched.
-tests/literate.h checks the same rules.
+("== ... ==") contains KEY, up to the next blank line. A block under `<!-- output lines: KEY -->`
+quotes lines of its own choosing from such a section and is left as it is, and so is the prose.
+
+tests/literate.h states and checks the rules, those of the blocks and those of the prose's claims
+about them (a line count in digits, a sentence that points at the output above or below). A
+refresh can make a claim false, by changing a snippet's length or a number that an output block
+prints, and only the author can mend the prose; so afterwards the script runs the chapter's
+README test, when it is built, and exits with its status.
 """
 import glob
 import os
@@ -70,6 +76,22 @@ def main():
         i += 1
     open(readme_path, "w").write("\n".join(result) + "\n")
     print(f"refreshed {readme_path}")
+    sys.exit(check_readme(os.path.join(ROOT, "build") if snippets_only else build, chapter))
+
+
+def check_readme(build, chapter):
+    """The chapter's README test (tests/literate.h) on the refreshed text: its status, 0 when
+    the test program is not built (the script then says so)."""
+    test = os.path.join(build, "tests", chapter + "_test")
+    if not os.path.exists(test):
+        print(f"not checked: build {chapter}_test to check the README's claims")
+        return 0
+    run = subprocess.run([test, "--gtest_filter=*.ReadmeMatchesTheCodeAndTheOutput"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(run.stdout + run.stderr, end="")
+        print("the blocks are refreshed, but the README test fails (above): mend what it names")
+    return run.returncode
 
 
 if __name__ == "__main__":

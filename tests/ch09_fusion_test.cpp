@@ -120,56 +120,6 @@ PrintedRoof cpu_roof() {
 
 }  // namespace
 
-// The fusion section prints blank lines between its parts, and an output block (README line
-// `<!-- output: KEY -->`, tests/literate.h) ends at the first one. The README quotes the later
-// parts under `<!-- output lines: KEY -->` instead: each such block must be a run of consecutive
-// lines of the golden section whose heading contains KEY, read up to the next heading, blank
-// lines and all. (scripts/literate.py leaves these blocks alone; they quote lines that the
-// golden file holds exactly, so no run changes them.)
-TEST(Ch09_Fusion, ReadmeQuotesOutputLinesAsPrinted) {
-  const auto readme = split_lines(read_text(std::string(TINY_SOURCE_DIR) + "/chapters/" +
-                                            TINY_CHAPTER_NAME + "/README.md"));
-  const auto golden = split_lines(read_text(golden_path(TINY_CHAPTER_NAME)));
-  static const std::regex marker(R"(<!-- output lines: (.+) -->)");
-  int quoted = 0;
-  for (size_t i = 0; i < readme.size(); ++i) {
-    std::smatch m;
-    if (!std::regex_match(readme[i], m, marker)) continue;
-    ASSERT_LT(i + 1, readme.size());
-    ASSERT_EQ(readme[i + 1].rfind("```", 0), 0u) << "README line " << i + 1 << ": no ``` block";
-    std::vector<std::string> block;
-    for (size_t k = i + 2; k < readme.size() && readme[k].rfind("```", 0) != 0; ++k)
-      block.push_back(readme[k]);
-    std::vector<std::string> section;
-    bool in = false;
-    for (const std::string& line : golden) {
-      if (line.rfind("== ", 0) == 0) {
-        if (in) break;
-        in = line.find(m[1].str()) != std::string::npos;
-      }
-      if (in) section.push_back(line);
-    }
-    ASSERT_FALSE(section.empty()) << "no golden section '" << m[1] << "'";
-    ASSERT_FALSE(block.empty()) << "README line " << i + 1 << ": an empty block";
-    bool found = false;
-    for (size_t start = 0; !found && start + block.size() <= section.size(); ++start) {
-      found = true;
-      for (size_t k = 0; found && k < block.size(); ++k) {
-        const std::string& e = section[start + k];
-        found = e.find("{{") == std::string::npos
-                    ? e == block[k]
-                    : std::regex_match(block[k], golden_line_regex(e));
-      }
-    }
-    std::string text;
-    for (const std::string& line : block) text += "\n  " + line;
-    EXPECT_TRUE(found) << "README line " << i + 1 << ": not consecutive lines of the output "
-                       << "section '" << m[1] << "':" << text;
-    ++quoted;
-  }
-  EXPECT_GT(quoted, 0);
-}
-
 // ---- section 1, fusion: what the chains must cost, counted here by hand ------------------------
 
 namespace {
