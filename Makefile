@@ -3,7 +3,7 @@
 #   make ch01 && ./ch01_napkin    build one chapter and link its program into this folder
 #   make test                     build everything, run every test, then count passed,
 #                                 skipped (and why) and failed
-#   make bench                    run the Google Benchmark programs
+#   make bench                    run the Google Benchmark programs, each named as it starts
 #   make golden CH=02             regenerate a chapter's golden output and show the diff
 #   make plots                    run the chapters with --csv and draw docs/images/*.png
 #   make docs                     the Doxygen site in build/docs/html (chapters and API)
@@ -74,7 +74,7 @@ test: build
 	  rc=$$?; python3 $(CURDIR)/scripts/ctest_results.py Testing/junit.xml; exit $$rc
 
 bench: build
-	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b" || true; done
+	@scripts/bench.sh $(BUILD)
 
 golden: build
 	@test -n "$(CH)" || (echo "usage: make golden CH=02" && exit 2)
