@@ -12,6 +12,7 @@
 #   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
 #                                 (CH=03: only chapter 03's, the earlier ones stay solved)
 #   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
+#                                 (a line per stage as it goes, logs in build-gpu/, a summary)
 #   make sanitize                 clang with ASan + UBSan in build-sanitize/, then every test
 #   make fuzz FUZZ_SECONDS=600    run each libFuzzer harness (tests/fuzz/) that long, count runs
 #                                 (FUZZ_JOBS of them at once, one per core by default)
