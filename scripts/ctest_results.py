@@ -46,8 +46,9 @@ def skip_reason(output, ctest_message=""):
 def failure_reason(output, ctest_message=""):
     """Why a test failed, in one line: the first "not implemented: <exercise>" (a starter copy's
     exercise), else the line golden.h prints for a chapter that exited with a non-zero status,
-    else GoogleTest's first "<file>:<line>: Failure" with the lines after it up to a blank
-    one, else ctest's message (a crash, a timeout) or the output's last line."""
+    else GoogleTest's first "<file>:<line>: Failure" (or "unknown file: Failure", an exception
+    thrown in the test) with up to four lines after it, to the first blank one, else ctest's
+    message or the output's last line (a crash, a timeout)."""
     m = NOT_IMPLEMENTED.search(output)
     if m:
         return one_line(m.group(0))
@@ -62,7 +63,7 @@ def failure_reason(output, ctest_message=""):
         if last and how.startswith("exited") and "signal" not in how:
             how += f" (its last line: {last[-1]})"
         return one_line("the chapter " + how)
-    m = re.search(r"^(.*:\d+: Failure)\n((?:.+\n?){0,4})", output, re.MULTILINE)
+    m = re.search(r"^(.*(?::\d+|unknown file): Failure)\n((?:.+\n?){0,4})", output, re.MULTILINE)
     if m:
         return one_line(m.group(1).replace(": Failure", ":") + " " + m.group(2))
     lines = [line for line in output.splitlines() if line.strip()]
