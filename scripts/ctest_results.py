@@ -13,6 +13,7 @@ the tests did: make test's exit status stays ctest's.
 import collections
 import os
 import re
+import signal
 import sys
 import xml.etree.ElementTree as ET
 
@@ -63,7 +64,8 @@ def failure_reason(output, ctest_message=""):
         if last and how.startswith("exited") and "signal" not in how:
             how += f" (its last line: {last[-1]})"
         return one_line("the chapter " + how)
-    m = re.search(r"^(.*(?::\d+|unknown file): Failure)\n((?:.+\n?){0,4})", output, re.MULTILINE)
+    m = re.search(r"^(.*(?::\d+|unknown file): Failure)\n((?:(?!\[ ).+\n?){0,4})", output,
+                  re.MULTILINE)
     if m:
         return one_line(m.group(1).replace(": Failure", ":") + " " + m.group(2))
     lines = [line for line in output.splitlines() if line.strip()]
@@ -108,6 +110,8 @@ def summary(cases):
 
 
 if __name__ == "__main__":
+    # Read by `| head` too (gpu_check.sh): a closed pipe ends the script quietly.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     if not os.path.exists(sys.argv[1]):
