@@ -1,15 +1,18 @@
 # The front door. Everything goes through CMake in build/; this file only names the steps.
 #
 #   make ch01 && ./ch01_napkin    build one chapter and link its program into this folder
-#   make test                     build everything and run every test
-#   make bench                    run the Google Benchmark programs
+#   make test                     build everything, run every test, then count passed,
+#                                 skipped (and why) and failed
+#   make bench                    run the Google Benchmark programs, each named as it starts
 #   make golden CH=02             regenerate a chapter's golden output and show the diff
 #   make plots                    run the chapters with --csv and draw docs/images/*.png
 #   make docs                     the Doxygen site in build/docs/html (chapters and API)
-#   make grade                    tests by chapter: a scoreboard and build/grade/junit-*.xml
+#   make grade                    tests by chapter: a scoreboard, line by line, with each
+#                                 failure's reason, and build/grade/junit-*.xml
 #   make starter DIR=../mine      a student's copy, with the exercises' solutions removed
 #                                 (CH=03: only chapter 03's, the earlier ones stay solved)
 #   make gpu-check                on a GPU machine: build with CUDA, run every test and benchmark
+#                                 (a line per stage as it goes, logs in build-gpu/, a summary)
 #   make sanitize                 clang with ASan + UBSan in build-sanitize/, then every test
 #   make fuzz FUZZ_SECONDS=600    run each libFuzzer harness (tests/fuzz/) that long, count runs
 #                                 (FUZZ_JOBS of them at once, one per core by default)
@@ -63,11 +66,16 @@ $(foreach c,$(CHAPTERS),$(eval $(call chapter_rule,$(c))))
 ch%:
 	@echo "chapter $@ is not written yet; the chapters so far: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))"; exit 2
 
+# ctest's own last line counts a skipped test as passed; scripts/ctest_results.py then reads
+# its JUnit file and says how many passed, how many were skipped and why, and how many failed.
+# make test exits with ctest's status.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@rm -f $(BUILD)/Testing/junit.xml
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --output-junit Testing/junit.xml; \
+	  rc=$$?; python3 $(CURDIR)/scripts/ctest_results.py Testing/junit.xml; exit $$rc
 
 bench: build
-	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b" || true; done
+	@scripts/bench.sh $(BUILD)
 
 golden: build
 	@test -n "$(CH)" || (echo "usage: make golden CH=02" && exit 2)

@@ -15,12 +15,16 @@ inline void add_tiny_context() {
   benchmark::AddCustomContext("OPENBLAS_CORETYPE", core ? core : "(unset)");
 }
 
-#define TINY_BENCHMARK_MAIN()                                         \
-  int main(int argc, char** argv) {                                   \
-    add_tiny_context();                                               \
-    benchmark::Initialize(&argc, argv);                               \
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
-    benchmark::RunSpecifiedBenchmarks();                              \
-    benchmark::Shutdown();                                            \
-    return 0;                                                         \
-  }
+// What every benchmark program's main does; a program with its own main (bench_cuda's, which
+// first checks for a device) ends by calling it.
+inline int run_benchmarks(int argc, char** argv) {
+  add_tiny_context();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+#define TINY_BENCHMARK_MAIN() \
+  int main(int argc, char** argv) { return run_benchmarks(argc, argv); }

@@ -6,7 +6,9 @@ writes JUnit XML for a grading system, and exits non-zero when any test fails.
     python3 scripts/grade.py --starter BUILD_DIR ch01_napkin ...      (checks a starter copy)
 
 Each chapter is worth POINTS points, shared equally among its tests that ran (skipped tests,
-such as GPU tests on a machine without a GPU, count for nothing either way).
+such as GPU tests on a machine without a GPU, count for nothing either way). A chapter's line is
+printed as soon as it is graded, and under it each failing test with its reason in one line
+(an exercise's "not implemented: <name>", or GoogleTest's first failure; scripts/ctest_results.py).
 
 --starter checks a freshly generated starter copy instead: every failing test must fail with
 "not implemented: <exercise>", every exercise must be the reason for at least one failure, and
@@ -16,53 +18,50 @@ import os
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
+
+import ctest_results
 
 POINTS = 10
 
 
 def run_label(build, label, out_dir):
     xml = os.path.abspath(os.path.join(out_dir, f"junit-{label}.xml"))
+    # A stale file from an earlier run must not stand in for a run that wrote none.
+    if os.path.exists(xml):
+        os.remove(xml)
     subprocess.run(["ctest", "--test-dir", build, "-L", f"^{label}$", "-j", str(os.cpu_count() or 2),
                     "--output-junit", xml], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not os.path.exists(xml):
         return xml, []
-    cases = []
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        # chNN_topic.run runs the chapter once for its golden tests (a CTest fixture); it passes
-        # whatever the chapter does, so it is no test of the student's work.
-        if case.get("name", "").endswith(".run"):
-            continue
-        out = case.findtext("system-out") or ""
-        status = case.get("status")
-        if status == "run" and "[  SKIPPED ]" in out:
-            status = "skipped"
-        cases.append((case.get("name"), status, out))
-    return xml, cases
+    # chNN_topic.run runs the chapter once for its golden tests (a CTest fixture); it passes
+    # whatever the chapter does, so it is no test of the student's work.
+    return xml, [c for c in ctest_results.read(xml) if not c.name.endswith(".run")]
 
 
 def grade(build, chapters):
     out_dir = os.path.join(build, "grade")
     os.makedirs(out_dir, exist_ok=True)
-    print(f"{'chapter':24s} {'passed':>8s} {'failed':>7s} {'skipped':>8s} {'points':>8s}")
+    print(f"{'chapter':24s} {'passed':>8s} {'failed':>7s} {'skipped':>8s} {'points':>8s}", flush=True)
     total_points = total_max = failures = 0
     for chapter in chapters:
-        label = chapter[:4]
-        xml, cases = run_label(build, label, out_dir)
-        passed = sum(1 for _, s, _ in cases if s == "run")
-        failed = sum(1 for _, s, _ in cases if s == "fail")
-        skipped = sum(1 for _, s, _ in cases if s not in ("run", "fail"))
+        # The chapter's name first, so that the one being graded shows while its tests run.
+        print(f"{chapter:24s}", end="", flush=True)
+        xml, cases = run_label(build, chapter[:4], out_dir)
+        passed = sum(1 for c in cases if c.status == "passed")
+        failed = sum(1 for c in cases if c.status == "failed")
+        skipped = sum(1 for c in cases if c.status == "skipped")
         ran = passed + failed
         points = POINTS * passed / ran if ran else 0.0
         total_points += points
         total_max += POINTS
         failures += failed + (0 if cases else 1)
-        print(f"{chapter:24s} {passed:4d}/{ran:<3d} {failed:7d} {skipped:8d} {points:5.1f}/{POINTS}")
-        for name, status, _ in cases:
-            if status == "fail":
-                print(f"    failed: {name}")
+        print(f" {passed:4d}/{ran:<3d} {failed:7d} {skipped:8d} {points:5.1f}/{POINTS}")
+        for c in cases:
+            if c.status == "failed":
+                print(f"    failed: {c.name}: {c.reason}")
         if not cases:
             print("    no tests ran for this chapter")
+        sys.stdout.flush()
     print(f"{'total':24s} {'':8s} {'':7s} {'':8s} {total_points:5.1f}/{total_max}")
     print(f"JUnit XML: {out_dir}/junit-chNN.xml")
     return 1 if failures else 0
@@ -83,15 +82,15 @@ def check_starter(build, chapters):
     reasons, unexplained, passed = set(), [], 0
     for chapter in chapters:
         _, cases = run_label(build, chapter[:4], build)
-        for name, status, out in cases:
-            if status == "run":
+        for c in cases:
+            if c.status == "passed":
                 passed += 1
-            elif status == "fail":
-                found = re.findall(r"not implemented: ([a-z_0-9]+)", out)
+            elif c.status == "failed":
+                found = ctest_results.NOT_IMPLEMENTED.findall(c.output)
                 if found:
                     reasons.update(found)
                 else:
-                    unexplained.append(name)
+                    unexplained.append(f"{c.name} ({c.reason})")
     print(f"starter: exercises {sorted(exercises)}")
     print(f"starter: {passed} tests pass; failures explained by {sorted(reasons)}")
     ok = True

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -23,8 +25,9 @@ namespace tiny::testing {
 struct ProgramOutput {
   std::string out;
   // The program's exit code; 128 + N when signal N ended it; -1 when it could not be run (or, in
-  // ctest's run, ended otherwise: the output's last line says how).
+  // ctest's run, ended otherwise: `how` then has CMake's words for it, "Segmentation fault").
   int status = -1;
+  std::string how;
 };
 
 // A wait status (what pclose returns) as the exit code a shell would show.
@@ -33,6 +36,17 @@ inline int exit_code(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return -1;
+}
+
+// How a program ended, in words for a test's log: its own exit code, and the signal too where
+// the code is a shell's 128 + N (popen runs the program under /bin/sh, which reports a signal so).
+inline std::string how_it_ended(const ProgramOutput& r) {
+  if (r.status == -1)
+    return "did not exit normally: " + (r.how.empty() ? std::string("it could not be run") : r.how);
+  std::string s = "exited with status " + std::to_string(r.status);
+  if (r.status > 128 && r.status < 128 + NSIG)
+    s += " (signal " + std::to_string(r.status - 128) + ": " + strsignal(r.status - 128) + ")";
+  return s;
 }
 
 inline ProgramOutput run_program(const std::string& command) {
@@ -112,6 +126,7 @@ inline bool read_chapter_run(ProgramOutput& r) {
   if (e1 || e2 || ran < built) return false;
   std::ifstream status_file(status), text_file(text, std::ios::binary);
   if (!(status_file >> r.status) || !text_file) return false;
+  std::getline(status_file >> std::ws, r.how);  // present when the run did not exit normally
   std::stringstream ss;
   ss << text_file.rdbuf();
   r.out = ss.str();
@@ -131,8 +146,7 @@ inline const ProgramOutput& chapter_output() {
     if (!read_chapter_run(out)) out = run_program(TINY_CHAPTER_EXE);
     // A chapter that fails says why on its last line; put that in the test's log.
     if (out.status != 0)
-      std::printf("the chapter exited with status %d; its output:\n%s\n", out.status,
-                  out.out.c_str());
+      std::printf("the chapter %s; its output:\n%s\n", how_it_ended(out).c_str(), out.out.c_str());
     return out;
   }();
   return r;

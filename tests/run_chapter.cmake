@@ -24,6 +24,7 @@ else()
   # Killed by a signal, or not started: CMake gives a sentence instead of a number.
   message("${EXE}: ${rc}, after about ${seconds} s; its output is in ${OUT}.txt")
   file(APPEND "${OUT}.txt" "\n(run_chapter.cmake: ${rc})\n")
-  set(rc -1)
+  # The status is then -1, and CMake's words follow it on a second line for the tests to quote.
+  set(rc "-1\n${rc}")
 endif()
 file(WRITE "${OUT}.status" "${rc}\n")
