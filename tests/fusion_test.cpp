@@ -153,6 +153,10 @@ TEST_F(Fusion, DiskCacheServesASecondProcessAndTheSourceIsReadable) {
             std::string::npos);
   EXPECT_NE(src.find("return x * y;"), std::string::npos) << src;  // mul's row
   EXPECT_NE(src.find("%2 = mul(%0, %1)"), std::string::npos) << src;
+  // The kernel carries the library's float16 conversions instead of including its headers, so
+  // that it compiles where only an installed library, no source tree, is present.
+  EXPECT_EQ(src.find("#include \"tiny/"), std::string::npos) << src;
+  EXPECT_NE(src.find("inline float half_bits_to_float(uint16_t h)"), std::string::npos) << src;
 }
 
 TEST_F(Fusion, WithoutACompilerTheInterpreterRunsAndSaysSo) {

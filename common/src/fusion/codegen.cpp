@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "fusion/fused_math.h"
 #include "fusion/graph.h"
 #include "internal.h"
 
@@ -183,7 +184,8 @@ std::string cpp_source(const Graph& g, const std::string& name) {
   const Loop loop = make_loop(g);
   const int rank = static_cast<int>(loop.sizes.size());
   std::ostringstream s;
-  s << graph_comment(g) << "#include <cstdint>\n#include \"tiny/float_formats.h\"\n\n";
+  s << graph_comment(g) << "#include <cstdint>\n#include <cstring>\n"
+    << detail::float_formats_source() << "\n";
   s << "namespace tiny_fused {\nconstexpr long long kBlock = " << kStreamBlock << ";\n";
   // The math functions the op expressions call come with the prelude: float32 through the
   // library's vectorisable versions (fusion/fused_math.inc), so that the compiler can vectorise

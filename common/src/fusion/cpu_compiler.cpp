@@ -23,9 +23,6 @@
 #ifndef TINY_CXX_COMPILER
 #define TINY_CXX_COMPILER "c++"
 #endif
-#ifndef TINY_INCLUDE_DIR
-#define TINY_INCLUDE_DIR ""
-#endif
 
 namespace tiny::detail::fusion {
 
@@ -136,11 +133,10 @@ CppKernel load_cpp_kernel(const std::string& source, const std::string& name) {
   if (!cpp_compiler_available(why))
     throw RuntimeError("compile(): cannot build a C++ kernel: " + why);
   const std::string cxx = compiler_path();
-  const std::string include = TINY_INCLUDE_DIR;
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
                 static_cast<unsigned long long>(
-                    fnv1a(source + '\n' + cxx + '\n' + kFlags + '\n' + include + '\n' +
+                    fnv1a(source + '\n' + cxx + '\n' + kFlags + '\n' +
                           cpu_features())));
   const std::string dir = cache_dir();
   const std::string base = dir + "/" + name + "_" + hash;
@@ -163,7 +159,7 @@ CppKernel load_cpp_kernel(const std::string& source, const std::string& name) {
     const std::string tmp = base + ".so.tmp." + std::to_string(getpid());
     const std::string log = base + ".log";
     const std::string command = quoted(cxx) + " " + kFlags +
-                                (include.empty() ? "" : " -I" + quoted(include)) + " -o " +
+                                " -o " +
                                 quoted(tmp) + " " + quoted(cpp) + " > " + quoted(log) + " 2>&1";
     const int status = std::system(command.c_str());
     if (status != 0) {

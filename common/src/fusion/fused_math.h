@@ -9,4 +9,9 @@ namespace tiny::detail {
 // configures (CMakeLists.txt), so the library needs no source tree at run time.
 const char* fused_math_source();
 
+// The contents of tiny/config.h and tiny/float_formats.h, one after the other, without the
+// include between them: the float16 and bfloat16 conversions a generated C++ kernel calls,
+// pasted into it so that it includes only the standard library (embedded the same way).
+const char* float_formats_source();
+
 }  // namespace tiny::detail
