@@ -103,4 +103,4 @@ ax.set_title("The roofline: memory-bound left of each kink, compute-bound right 
 ax.grid(True, which="major", alpha=0.3)
 ax.legend(fontsize=8, loc="lower right")
 fig.tight_layout()
-save(fig, out)
+save(fig, out, measured=True)

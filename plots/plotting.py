@@ -23,7 +23,20 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
-def save(fig, path):
+def save(fig, path, measured=False):
+    """Writes the figure to `path`. A figure of timings (`measured`) that is already there is
+    replaced only when TINY_PLOTS_REFRESH=1 (make plots REFRESH=1): timings move with how busy
+    the machine is, so an ordinary `make plots` draws them beside the build's CSV instead, and
+    the committed figure changes only when someone means it to."""
+    if measured and os.path.exists(path) and os.environ.get("TINY_PLOTS_REFRESH") != "1":
+        side = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "plots",
+                            os.path.basename(path))
+        os.makedirs(os.path.dirname(side), exist_ok=True)
+        fig.savefig(side, dpi=150, bbox_inches="tight", metadata={"Software": None})
+        plt.close(fig)
+        print(f"kept {path} (this machine's timings, drawn in {side}; "
+              "make plots REFRESH=1 replaces it)")
+        return
     fig.savefig(path, dpi=150, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
     print(f"wrote {path}")
