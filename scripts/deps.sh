@@ -33,7 +33,10 @@ echo "deps: installing ${missing[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-if ! { $sudo apt-get update -q && $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; }; then
+# Another apt-get at work (an unattended upgrade, a second terminal) holds dpkg's lock: wait for
+# it for up to two minutes instead of failing at once.
+apt=(apt-get -o DPkg::Lock::Timeout=120)
+if ! { $sudo "${apt[@]}" update -q && $sudo "${apt[@]}" install -y -q --no-install-recommends "${missing[@]}"; }; then
   echo "deps: apt-get could not install ${missing[*]}." >&2
   [ "${1:-build}" = build ] || exit 1
   echo "deps: GoogleTest and CMake are required; OpenBLAS and Google Benchmark are optional." >&2
