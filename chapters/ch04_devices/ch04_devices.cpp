@@ -147,7 +147,6 @@ struct Measured {
   std::string device, dtype;
   int64_t n;
   double tflops;
-  bool agree;  // false: still slower than the size before after measuring again (a busy machine)
 };
 
 static std::vector<Measured> throughput_table() {
@@ -158,12 +157,13 @@ static std::vector<Measured> throughput_table() {
   std::vector<Measured> results;
   manual_seed(0);
   //! [table]
-  const std::vector<int64_t> sizes = {256, 1024, 4096};
-  for (const auto& c : cases) {
-    const Device device = c.first;
-    const DType dt = c.second;
-    double before = 0;  // TFLOP/s at the size before
-    for (int64_t n : sizes) {
+  std::vector<double> before(cases.size(), 0.0);  // each case's TFLOP/s at the size before
+  for (int64_t n : {256, 1024, 4096}) {
+    std::string row = strprintf("n = %4lld:", static_cast<long long>(n));
+    bool agree = true;
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const Device device = cases[c].first;
+      const DType dt = cases[c].second;
       const Tensor a = randn({n, n}, dt).to(device), b = randn({n, n}, dt).to(device);
       // Ten trials, as the document's timer takes; the CPU's 4096 (0.7 s a call here) gets three.
       const int trials = device.is_cpu() && n >= 4096 ? 3 : 10;
@@ -172,19 +172,12 @@ static std::vector<Measured> throughput_table() {
       measure();
       // Throughput grows with n up to a plateau (the text below says why), so a larger n more
       // than 10% slower than the one before was slowed by other work: it is measured again.
-      const bool agree = remeasure_while([&] { return rate < 0.9 * before; }, measure);
-      results.push_back({device.is_cpu() ? "cpu" : "cuda", dtype_name(dt), n, rate, agree});
-      before = rate;
+      agree &= remeasure_while([&] { return rate < 0.9 * before[c]; }, measure);
+      before[c] = rate;
+      const std::string name = device.is_cpu() ? "cpu" : "cuda";
+      row += strprintf("  %s %-8s %5.2f", name.c_str(), dtype_name(dt), rate);
+      results.push_back({name, dtype_name(dt), n, rate});
     }
-  }
-  for (int64_t n : sizes) {
-    std::string row = strprintf("n = %4lld:", static_cast<long long>(n));
-    bool agree = true;
-    for (const Measured& m : results)
-      if (m.n == n) {
-        row += strprintf("  %s %-8s %5.2f", m.device.c_str(), m.dtype.c_str(), m.tflops);
-        agree &= m.agree;
-      }
     std::printf("%s  TFLOP/s%s\n", row.c_str(),
                 busy_note(agree, "more than 10% slower than the smaller n above").c_str());
   }
@@ -202,7 +195,7 @@ static std::vector<Measured> throughput_table() {
   const int64_t n = 8192;
   const Tensor a = randn({n, n}, kBFloat16).cuda(), b = randn({n, n}, kBFloat16).cuda();
   const double rate = tflops(n, timed([&] { matmul(a, b); }, Device::cuda(0)));
-  results.push_back({"cuda", "bfloat16", n, rate, true});
+  results.push_back({"cuda", "bfloat16", n, rate});
   std::printf("n = %lld: cuda bfloat16 %.1f TFLOP/s", static_cast<long long>(n), rate);
   if (model)
     std::printf(", %.0f%% of the %s's %.1f dense promise",
@@ -214,7 +207,7 @@ static std::vector<Measured> throughput_table() {
   const Tensor c = randn({4096, 4096}).cuda();
   const double tf32 = tflops(4096, timed([&] { matmul(c, c); }, Device::cuda(0)));
   set_float32_matmul_precision("highest");
-  results.push_back({"cuda", "tf32", 4096, tf32, true});
+  results.push_back({"cuda", "tf32", 4096, tf32});
   std::printf(
       "n = 4096: cuda float32 with set_float32_matmul_precision(\"high\") (TF32) %.1f TFLOP/s\n",
       tf32);
