@@ -6,6 +6,7 @@
 #   make bench                    run the Google Benchmark programs, each named as it starts
 #   make golden CH=02             regenerate a chapter's golden output and show the diff
 #   make plots                    run the chapters with --csv and draw docs/images/*.png
+#                                 (figures of timings only with REFRESH=1; see plots/plotting.py)
 #   make docs                     the Doxygen site in build/docs/html (chapters and API)
 #   make grade                    tests by chapter: a scoreboard, line by line, with each
 #                                 failure's reason, and build/grade/junit-*.xml
@@ -16,6 +17,8 @@
 #   make sanitize                 clang with ASan + UBSan in build-sanitize/, then every test
 #   make fuzz FUZZ_SECONDS=600    run each libFuzzer harness (tests/fuzz/) that long, count runs
 #                                 (FUZZ_JOBS of them at once, one per core by default)
+#   make check-install            build examples/my_mlp against the library as a user would:
+#                                 installed (find_package, pkg-config) and as a subproject
 #   make third_party              copy GoogleTest's source into third_party/ for such a machine
 #   make deps                     install what the build needs (run for you when configuring)
 #   make help                     this list
@@ -30,7 +33,7 @@ CHAPTERS := $(notdir $(wildcard chapters/ch[0-9][0-9]_*))
 PLOT_PYTHON ?= /usr/bin/python3
 CSV_DIR ?= $(BUILD)/csv
 
-.PHONY: all help deps configure build test bench golden plots docs grade starter gpu-check sanitize fuzz third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
+.PHONY: all help deps configure build test bench golden plots docs grade starter gpu-check check-install sanitize fuzz third_party clean $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))
 
 all: build
 
@@ -84,7 +87,7 @@ golden: build
 plots: build
 	@scripts/deps.sh plots
 	@for c in $(CHAPTERS); do $(BUILD)/$$c --csv $(CSV_DIR) > /dev/null || exit 1; done
-	@for p in plots/ch*.py; do $(PLOT_PYTHON) $$p $(CSV_DIR) docs/images || exit 1; done
+	@for p in plots/ch*.py; do TINY_PLOTS_REFRESH=$(REFRESH) $(PLOT_PYTHON) $$p $(CSV_DIR) docs/images || exit 1; done
 
 docs:
 	@scripts/deps.sh docs
@@ -112,8 +115,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= $(JOBS)
 FUZZERS := $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.cpp)))
 SANITIZE_FLAGS := -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DTINY_CUDA=OFF \
-  -DTINY_BENCH=OFF -DTINY_TESTS=ON -DTINY_SANITIZE=ON -DTINY_FUZZ=ON \
-  $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+  -DTINY_BENCH=OFF -DTINY_TESTS=ON -DTINY_SANITIZE=ON -DTINY_FUZZ=ON
 
 $(SANITIZE_BUILD)/CMakeCache.txt:
 	@scripts/deps.sh
@@ -127,6 +129,9 @@ sanitize: $(SANITIZE_BUILD)/CMakeCache.txt
 fuzz: $(SANITIZE_BUILD)/CMakeCache.txt
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS) --target $(FUZZERS)
 	FUZZ_JOBS=$(FUZZ_JOBS) scripts/fuzz.sh $(SANITIZE_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+
+check-install: build
+	scripts/check_install.sh $(BUILD)
 
 third_party:
 	@mkdir -p third_party && rm -rf third_party/googletest && cp -r /usr/src/googletest third_party/googletest

@@ -10,7 +10,7 @@ namespace tiny::cuda {
 bool compiled() { return false; }
 bool available() { return false; }
 std::string unavailable_reason() {
-  return "this build has no CUDA (nvcc was not found, or TINY_CUDA=OFF, at configure time)";
+  return "this build has no CUDA (configured where nvcc or a GPU was missing, or with TINY_CUDA=OFF; -DTINY_CUDA=ON builds it)";
 }
 int device_count() { return 0; }
 std::string device_name(int) { return ""; }

@@ -357,14 +357,25 @@ struct Addcdiv : OpBase {
 }  // namespace tiny::ops
 
 /// Every elementwise op struct by arity, for the explicit instantiations of each backend's
-/// kernels: an op added above is added here too.
-#define TINY_UNARY_OPS(X)                                                                    \
-  X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt) X(Exp) X(Log) X(Log1p) X(Expm1) X(Erf) X(Sigmoid) X(Tanh) X(Gelu) X(Square) \
-  X(Cube) X(Reciprocal) X(Clamp) X(ClampMin) X(ClampMax)
-/// Likewise for two inputs.
-#define TINY_BINARY_OPS(X)                                                                    \
-  X(Add) X(Sub) X(Rsub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(LerpScalar) X(GeluBackward) X(Eq) \
-  X(Ne) X(Lt) X(Le) X(Gt) X(Ge)
+/// kernels: an op added above is added here too. The CPU backend compiles the lists' parts in
+/// separate files (cpu/elementwise_*.cpp), so that a build on several cores compiles them at once:
+/// the transcendental ones, three copies of each loop (elementwise.h), are the slow part.
+#define TINY_UNARY_SIMPLE_OPS(X) X(Neg) X(Abs) X(Relu) X(Sqrt) X(Rsqrt)
+/// The unary ops whose math is the library's vectorised transcendental functions.
+#define TINY_UNARY_MATH_OPS(X) \
+  X(Exp) X(Log) X(Log1p) X(Expm1) X(Erf) X(Sigmoid) X(Tanh) X(Gelu)
+/// The rest of the unary ops.
+#define TINY_UNARY_ALGEBRA_OPS(X) \
+  X(Square) X(Cube) X(Reciprocal) X(Clamp) X(ClampMin) X(ClampMax)
+/// Every op with one input.
+#define TINY_UNARY_OPS(X) TINY_UNARY_SIMPLE_OPS(X) TINY_UNARY_MATH_OPS(X) TINY_UNARY_ALGEBRA_OPS(X)
+/// The binary ops that compute a number.
+#define TINY_BINARY_ARITHMETIC_OPS(X) \
+  X(Add) X(Sub) X(Rsub) X(Mul) X(Div) X(Pow) X(Maximum) X(Minimum) X(LerpScalar) X(GeluBackward)
+/// The binary ops that compare, giving bool.
+#define TINY_COMPARISON_OPS(X) X(Eq) X(Ne) X(Lt) X(Le) X(Gt) X(Ge)
+/// Every op with two inputs.
+#define TINY_BINARY_OPS(X) TINY_BINARY_ARITHMETIC_OPS(X) TINY_COMPARISON_OPS(X)
 /// Likewise for three inputs.
 #define TINY_TERNARY_OPS(X) X(Lerp) X(Addcmul) X(Addcdiv)
 /// Every op.

@@ -1,6 +1,6 @@
 // cpu/elementwise.h: the CPU loop every elementwise op runs in, for one, two or three inputs.
-// Included by the three files that instantiate it for each op (elementwise_{unary,binary,
-// ternary}.cpp), so that the compiler works on them in parallel.
+// Included by the files that instantiate it for each op (elementwise_*.cpp), so that the
+// compiler works on them in parallel.
 //
 // The loop walks the broadcast shape row by row (detail::for_each_row: size-1 dimensions
 // dropped, contiguous neighbours merged, tiles where an operand is read across its rows). Each
