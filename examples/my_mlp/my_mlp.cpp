@@ -1,4 +1,5 @@
-// my_mlp.cpp: a program of one's own, built against the installed library (README.md here).
+// my_mlp.cpp: a program of one's own, built against the library (CMakeLists.txt here says how;
+// the top-level README's "Your own program" gives all three ways).
 //
 // A two-layer perceptron learns a function no straight line fits, y = x^2 on [-1, 1], with
 // the pieces chapters 02, 03 and 06 build: tensors, the autograd tape, nn::Sequential and AdamW.
