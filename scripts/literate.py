@@ -48,6 +48,18 @@ def section(output, key):
     return out
 
 
+def run_chapter(program):
+    """The chapter's output; a sentence, not a traceback, when it is missing or fails."""
+    if not os.path.exists(program):
+        sys.exit(f"{program} is not built: run make {os.path.basename(program)[:4]} first")
+    run = subprocess.run([program], capture_output=True, text=True)
+    if run.returncode != 0:
+        tail = "\n".join((run.stdout + run.stderr).splitlines()[-10:])
+        sys.exit(f"{program} exited with status {run.returncode}; the blocks were not refreshed. "
+                 f"Its last lines:\n{tail}")
+    return run.stdout
+
+
 def main():
     build, ch = sys.argv[1], sys.argv[2]
     snippets_only = build == "--snippets"
@@ -55,9 +67,7 @@ def main():
     chapter = os.path.basename(glob.glob(os.path.join(ROOT, "chapters", ch + "*"))[0])
     folder = os.path.join(ROOT, "chapters", chapter)
     source = open(os.path.join(folder, chapter + ".cpp")).read()
-    output = "" if snippets_only else subprocess.run([os.path.join(build, chapter)],
-                                                      capture_output=True, text=True,
-                                                      check=True).stdout
+    output = "" if snippets_only else run_chapter(os.path.join(build, chapter))
     readme_path = os.path.join(folder, "README.md")
     lines = open(readme_path).read().splitlines()
     result, i = [], 0

@@ -36,8 +36,15 @@ def main():
     if len(dirs) != 1:
         sys.exit(f"no chapter {ch} under chapters/")
     name = os.path.basename(dirs[0])
-    out = subprocess.run([os.path.join(build, name)], capture_output=True, text=True, check=True,
-                         cwd=root).stdout.splitlines()
+    program = os.path.join(build, name)
+    if not os.path.exists(program):
+        sys.exit(f"{program} is not built: run make {ch} first")
+    run = subprocess.run([program], capture_output=True, text=True, cwd=root)
+    if run.returncode != 0:
+        tail = "\n".join((run.stdout + run.stderr).splitlines()[-10:])
+        sys.exit(f"{program} exited with status {run.returncode}; the golden file was not "
+                 f"changed. Its last lines:\n{tail}")
+    out = run.stdout.splitlines()
     path = os.path.join(root, "tests", "golden", name + ".txt")
     old = open(path).read().splitlines() if os.path.exists(path) else []
     patterns = [l for l in old if "{{" in l]
