@@ -55,7 +55,7 @@ for i, (fmt, x, y, p) in enumerate([(0, 1.5, -2.25, 0x3f800000), (1, 65504.0, 1e
 
 # the command line: arguments separated by NUL bytes.
 for i, args in enumerate([[], ["--csv", "out"], ["--csv=out/csv"], ["--help"], ["--csv"],
-                          ["--csv", "a", "--csv=b"]]):
+                          ["--csv", "a", "--csv=b"], ["--csv", "--help"], ["-h", "--bogus"]]):
     write("cli", f"seed{i}", b"\0".join(a.encode() for a in args))
 
 # checkpoint: the first byte is the mode (bit 0: 1 = an edited copy of a real checkpoint, 0 = the
