@@ -100,6 +100,9 @@ class AccumulateGrad : public Node {
       meta->grad = alone ? grad.detach() : grad.clone();
     }
     meta->grad.storage()->set_role(MemoryCategory::gradients);
+    // A hook may add more hooks or be the one that drops the parameter: run a copy.
+    const auto hooks = meta->post_accumulate_grad_hooks;
+    for (const auto& hook : hooks) hook(meta->grad);
     return {};
   }
 
@@ -196,6 +199,15 @@ void Tensor::set_grad(const Tensor& grad) const {
     meta.grad.storage()->set_role(MemoryCategory::temporaries);
   meta.grad = grad;
   if (grad.defined()) grad.storage()->set_role(MemoryCategory::gradients);
+}
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  if (!requires_grad())
+    throw RuntimeError("cannot register a hook on a tensor that doesn't require gradient");
+  if (!is_leaf())
+    throw RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors");
+  if (!hook) throw ValueError("register_post_accumulate_grad_hook: the hook is empty");
+  ensure_autograd_meta().post_accumulate_grad_hooks.push_back(std::move(hook));
 }
 
 std::shared_ptr<Node> Tensor::grad_fn() const { return autograd_ ? autograd_->grad_fn : nullptr; }

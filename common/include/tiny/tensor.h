@@ -7,6 +7,7 @@
 #pragma once
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -388,6 +389,13 @@ class Tensor {
   Tensor grad() const;
   /// Replaces the stored gradient (an undefined tensor clears it).
   void set_grad(const Tensor& grad) const;
+  /// Calls `hook` each time a backward pass has added a gradient into this leaf's .grad, with
+  /// that accumulated gradient, hooks in the order registered: PyTorch's
+  /// register_post_accumulate_grad_hook, the moment data parallelism starts sending a gradient.
+  /// (PyTorch's hook receives the parameter; this one receives its .grad, since a hook that
+  /// held the parameter would keep it alive for ever.) RuntimeError, with PyTorch's words, on a
+  /// tensor that does not require grad or is not a leaf.
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor& grad)> hook) const;
   /// The node that computed this tensor, or null for a leaf.
   std::shared_ptr<Node> grad_fn() const;
   /// True for tensors that no recorded op produced.
@@ -426,6 +434,8 @@ struct AutogradMeta {
   Tensor grad;                           ///< a leaf's accumulated gradient
   std::shared_ptr<Node> grad_fn;         ///< the node that computed it (null for leaves)
   std::weak_ptr<Node> grad_accumulator;  ///< a leaf's AccumulateGrad node, shared by all uses
+  /// Run by AccumulateGrad after each accumulation (register_post_accumulate_grad_hook).
+  std::vector<std::function<void(const Tensor& grad)>> post_accumulate_grad_hooks;
 };
 
 // ---- creation ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 #include "tiny/checkpoint.h"
 #include "tiny/data.h"
 #include "tiny/device.h"
+#include "tiny/distributed.h"
 #include "tiny/dtype.h"
 #include "tiny/einops.h"
 #include "tiny/error.h"
