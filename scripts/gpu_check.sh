@@ -136,6 +136,9 @@ printf '%-34s %s\n' "device" "$(nvidia-smi --query-gpu=name --format=csv,noheade
 printf '%-34s %s\n' "tests" "$(grep -E 'tests passed|tests failed' "$build/test.log" | tail -1)"
 printf '%-34s %s\n' "skipped tests" "$(grep -c '(Skipped)' "$build/test.log" || true)"
 printf '%-34s %s\n' "tests, skips counted apart" "$(python3 scripts/ctest_results.py "$build/Testing/junit.xml" | sed -n '1s/^== tests: //p')"
+# Chapter 10 on the GPUs: its DDP run with NCCL (one line), and the CUDA collectives' test.
+printf '%-34s %s\n' "ch10 DDP with NCCL" "$(grep -m1 -E '^([0-9]+ GPUs?, a process each|skipped: )' "$build/chapter_output/ch10_parallel.txt" 2>/dev/null || echo 'not run (no MPI in this build?)')"
+printf '%-34s %s\n' "ch10 NCCL collectives" "$(grep -E 'Test +#[0-9]+: distributed\.nccl ' "$build/test.log" | sed -E 's/.* (Passed|\*\*\*[A-Za-z]+).*/\1/' | head -1)"
 printf '%-34s %s\n' "CUDA tests passed" "$(grep -E 'Test +#[0-9]+: Cuda' "$build/test.log" | grep -c ' Passed' || true)"
 # Chapter 06's GPU tests: the optimizers against PyTorch's bits, training and get_batch on CUDA.
 printf '%-34s %s\n' "ch06 GPU tests passed (of 4)" "$(grep -E 'Test +#[0-9]+: (Optim.OnTheGpu|Nn.TrainingOnTheGpu|Data.GetBatchOnCuda|Random.CudaTensors)' "$build/test.log" | grep -c ' Passed' || true)"

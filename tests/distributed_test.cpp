@@ -547,6 +547,54 @@ TEST(Checkpoint, LoadsAtAnotherWorldSize) {
   EXPECT_THROW(wrong.load(kCheckpointDir), RuntimeError);
 }
 
+// ---- NCCL: CUDA tensors (run by make gpu-check with TINY_DIST_BACKEND=nccl) -------------------
+
+TEST(NcclCollectives, CudaTensorsGiveTheCpuResults) {
+  if (dist::get_backend() != "nccl")
+    GTEST_SKIP() << "the group runs on MPI alone (TINY_DIST_BACKEND=nccl on a GPU machine runs "
+                    "this)";
+  SHARED_SEEDED(rng);
+  const Device gpu = Device::cuda(dist::get_rank() % cuda::device_count());
+  for (DType dtype : kDTypes) {
+    const int64_t chunk = uniform_int(rng, 1, 3000);
+    const uint64_t seed = rng();
+    const Tensor x = rank_input(seed, rank(), chunk * world(), dtype);
+    Tensor reduced = x.to(gpu);
+    dist::all_reduce(reduced);
+    expect_values(reduced.to(Device::cpu()), sum_of_inputs(seed, chunk * world(), dtype),
+                  tolerance(dtype), std::string("NCCL all_reduce ") + dtype_name(dtype));
+    Tensor scattered = empty({chunk}, dtype, gpu);
+    dist::reduce_scatter_tensor(scattered, x.to(gpu));
+    const std::vector<double> sum = sum_of_inputs(seed, chunk * world(), dtype);
+    expect_values(scattered.to(Device::cpu()),
+                  std::vector<double>(sum.begin() + rank() * chunk,
+                                      sum.begin() + (rank() + 1) * chunk),
+                  tolerance(dtype), std::string("NCCL reduce_scatter ") + dtype_name(dtype));
+    Tensor gathered = empty({chunk * world() * world()}, dtype, gpu);
+    dist::all_gather_into_tensor(gathered, x.to(gpu));
+    for (int r = 0; r < world(); ++r) {
+      const Tensor want = rank_input(seed, r, chunk * world(), dtype);
+      const Tensor got = gathered.narrow(0, r * chunk * world(), chunk * world()).to(Device::cpu());
+      EXPECT_EQ(std::memcmp(got.data_ptr(), want.data_ptr(), static_cast<size_t>(want.nbytes())), 0)
+          << "NCCL all_gather " << dtype_name(dtype);
+    }
+  }
+  // DDP on the GPU gives the one-process gradients.
+  const Batch batch = global_batch(rng());
+  manual_seed(5);
+  auto reference = small_model();
+  mse_loss((*reference)(batch.x), batch.y).backward();
+  manual_seed(5);
+  auto model = small_model();
+  model->to(gpu);
+  dist::DistributedDataParallel ddp(model, {.bucket_cap_bytes = 300});
+  const Batch mine = my_rows(batch);
+  mse_loss(ddp(mine.x.to(gpu)), mine.y.to(gpu)).backward();
+  std::vector<Tensor> got;
+  for (const Tensor& g : grads(*model)) got.push_back(g.to(Device::cpu()));
+  expect_close(got, grads(*reference), 1e-5, "DDP gradients on the GPU");
+}
+
 // ---- scenarios: failures that must end the job, not hang it ------------------------------------
 
 namespace {
@@ -583,6 +631,17 @@ int scenario(const std::string& name) {
     dist::all_reduce(x);
     return 0;
   }
+  if (name == "reinit") {
+    // MPI cannot start twice in one process; the second start must say so.
+    dist::destroy_process_group();
+    try {
+      dist::init_process_group();
+    } catch (const RuntimeError& e) {
+      std::printf("error: %s\n", e.what());
+      return 4;
+    }
+    return 0;
+  }
   std::fprintf(stderr, "unknown scenario '%s'\n", name.c_str());
   return 2;
 }
@@ -613,11 +672,23 @@ int main(int argc, char** argv) {
     std::printf("built without MPI: nothing to test\n");
     return 0;
   }
-  dist::init_process_group();
+  // TINY_DIST_BACKEND=nccl: CUDA tensors through NCCL too (CTest's distributed.nccl_*, which
+  // skip, exit status 77, without a GPU).
+  const char* backend = std::getenv("TINY_DIST_BACKEND");
+  if (backend && std::string(backend) == "nccl" && !cuda::available()) {
+    std::printf("skipped: NCCL needs a GPU: %s\n", cuda::unavailable_reason().c_str());
+    return 77;
+  }
+  try {
+    dist::init_process_group(backend ? backend : "mpi");
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
   if (!scenario_name.empty()) {
     try {
       const int rc = scenario(scenario_name);
-      if (rc == 0) dist::destroy_process_group();
+      if (rc == 0 && dist::is_initialized()) dist::destroy_process_group();
       return rc;
     } catch (const std::exception& e) {
       std::printf("error: %s\n", e.what());

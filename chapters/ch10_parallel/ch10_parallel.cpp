@@ -166,6 +166,39 @@ static void run_train(bool overlap) {
                 ddp.buckets().size());
 }
 
+// The same training with the model on a GPU per rank, the gradients averaged by NCCL.
+static void run_train_cuda() {
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const Device gpu = Device::cuda(rank % cuda::device_count());
+  auto model = make_model();
+  model->to(gpu);
+  dist::DistributedDataParallel ddp(model, {.bucket_cap_bytes = 1 << 20});
+  optim::AdamW opt(model->parameters(), {.lr = 1e-3});
+  std::vector<double> step_s, wait_s;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = my_rows(global_batch(step), rank, world);
+    const Tensor x = b.x.to(gpu), y = b.y.to(gpu);
+    cuda::synchronize(gpu.index);
+    const auto start = std::chrono::steady_clock::now();
+    opt.zero_grad();
+    Tensor loss = mse_loss(ddp(x), y);
+    loss.backward();
+    opt.step();
+    cuda::synchronize(gpu.index);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Tensor global = loss.detach().clone();
+    dist::all_reduce(global, dist::ReduceOp::AVG);
+    if (rank == 0) std::printf("loss %d %.9g\n", step, global.item<double>());
+    if (step >= kWarmup) {
+      step_s.push_back(seconds);
+      wait_s.push_back(ddp.last_wait_seconds());
+    }
+  }
+  if (rank == 0)
+    std::printf("time %.6f %.6f 0 %zu\n", median(step_s), median(wait_s), ddp.buckets().size());
+}
+
 // Bytes per parameter each rank holds after one step: plain DDP + AdamW (stage 0), ZeRO 1, 2.
 static void run_memory() {
   const int rank = dist::get_rank(), world = dist::get_world_size();
@@ -230,11 +263,12 @@ static void run_checkpoint(const std::string& dir, bool save) {
 }
 
 static int run_in_group(const std::string& run) {
-  dist::init_process_group();
+  dist::init_process_group(run == "train_cuda" ? "nccl" : "mpi");
   // Every process computes on one thread: the ranks share this machine's cores.
   set_num_threads(1);
   const char* dir = std::getenv("TINY_CH10_DIR");
   if (run == "one_process") run_one_process();
+  else if (run == "train_cuda") run_train_cuda();
   else if (run == "train" || run == "train_no_overlap") run_train(run == "train");
   else if (run == "memory") run_memory();
   else if ((run == "save" || run == "load") && dir) run_checkpoint(dir, run == "save");
@@ -346,6 +380,35 @@ static void step_time(std::map<int, RunOutput>& runs, const std::optional<std::s
   std::printf("\n");
 }
 
+// On a machine with GPUs: the same DDP training, a GPU per rank, NCCL between them. Two lines
+// either way.
+static void on_gpus() {
+  std::printf("== On GPUs: the same training with NCCL ==\n");
+  if (!dist::is_nccl_available() || !cuda::available()) {
+    std::printf("skipped: %s\n", dist::is_nccl_available()
+                                     ? cuda::unavailable_reason().c_str()
+                                     : "this build has no NCCL (a CUDA build has it where NCCL "
+                                       "is installed; the toolkit ships it)");
+    std::printf("(with GPUs this trains the model above on each GPU, one process per GPU, the "
+                "gradients all-reduced by NCCL)\n\n");
+    return;
+  }
+  const int n = std::min(cuda::device_count(), 4);
+  const RunOutput cpu = launch("one_process", 1);
+  const RunOutput run = launch("train_cuda", n);
+  std::printf("%d GPU%s, a process each: step %.2f ms, waiting for NCCL %.2f ms; largest loss gap "
+              "to one CPU process %.1e\n",
+              n, n == 1 ? "" : "s", ms(run.time.at(0)[0]), ms(run.time.at(0)[1]),
+              largest_gap(run.loss, cpu.loss));
+  // What more GPUs would add: this model's float32 gradients in a ring of 8 over NVLink.
+  int64_t params = 0;
+  for (const Tensor& p : make_model()->parameters()) params += p.numel();
+  const double bytes = dist::ring_all_reduce_bytes(8, 4.0 * static_cast<double>(params));
+  std::printf("(on 8 GPUs of one node each would send %.1f MB per step, %.0f us at NVLink's "
+              "450 GB/s, hidden under backward by the buckets)\n\n",
+              bytes / 1e6, bytes / 450e9 * 1e6);
+}
+
 static void memory_per_rank() {
   std::printf("== Memory per rank after a step: AdamW, float32, sharded or not ==\n");
   //! [memory]
@@ -427,6 +490,7 @@ int main(int argc, char** argv) {
     std::map<int, RunOutput> runs;
     same_curve(runs);
     step_time(runs, csv_dir);
+    on_gpus();
     memory_per_rank();
     checkpoint_at_another_size();
   });

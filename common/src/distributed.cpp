@@ -30,6 +30,14 @@
 #if TINY_HAS_MPI
 #include <mpi.h>
 #endif
+// NCCL for CUDA tensors: built with CUDA when NCCL is installed (it comes with the toolkit).
+#ifndef TINY_HAS_NCCL
+#define TINY_HAS_NCCL 0
+#endif
+#if TINY_HAS_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+#endif
 
 namespace tiny::dist {
 
@@ -141,6 +149,8 @@ std::pair<int64_t, int64_t> shard_range(int64_t batch, int rank, int world_size)
 
 namespace {
 
+struct Group;
+
 // One queued collective.
 struct Job {
   Fingerprint fingerprint;
@@ -152,6 +162,9 @@ struct Job {
   std::function<int(MPI_Request*)> start;  // posts the nonblocking MPI call
 #endif
   std::function<void()> finish;  // runs on the communication thread once it has completed
+  // A CUDA tensor's collective (NCCL): launches it and waits for it until the deadline;
+  // returns "" when done, "timeout", or the error.
+  std::function<std::string(Group&, Clock::time_point deadline)> device_work;
 };
 
 struct Group {
@@ -170,6 +183,11 @@ struct Group {
 #if TINY_HAS_MPI
   MPI_Op sum_half = MPI_OP_NULL, sum_bfloat16 = MPI_OP_NULL;
 #endif
+#if TINY_HAS_NCCL
+  ncclComm_t nccl = nullptr;
+  cudaStream_t stream = nullptr;  // NCCL's own stream, which does not wait for the default one
+#endif
+  int cuda_device = -1;  // the GPU this rank's NCCL communicator uses
 
   std::string prefix() const { return "[rank " + std::to_string(rank) + "] "; }
   void run();
@@ -266,7 +284,11 @@ void Group::execute(Job& job) {
                   " calls " + describe(theirs) + " as collective #" + std::to_string(theirs.seq));
     }
   // 2. The collective itself.
-  if (job.start) {
+  if (job.device_work) {
+    const std::string error = job.device_work(*this, deadline);
+    if (error == "timeout") return timed_out("in the exchange");
+    if (!error.empty()) return fail(prefix() + name + ": " + error);
+  } else if (job.start) {
     const int rc = job.start(&request);
     if (rc != MPI_SUCCESS) {
       char text[MPI_MAX_ERROR_STRING];
@@ -344,11 +366,16 @@ void check_tensor(const Group& g, const char* call, const Tensor& t, const char*
   const std::string where = g.prefix() + call + ": ";
   if (!t.defined()) throw ValueError(where + "the " + which + " tensor is undefined");
   if (!t.is_contiguous()) throw ValueError(where + "Tensors must be contiguous");
-  if (!t.device().is_cpu())
-    throw RuntimeError(where + "the " + which + " tensor is on " + t.device().str() + "; the " +
-                       "MPI backend takes CPU tensors (CUDA tensors go through NCCL, which " +
-                       (is_nccl_available() ? std::string("is not wired into this build yet)")
-                                            : std::string("this build does not have)")));
+  if (t.device().is_cuda()) {
+    if (g.backend != "nccl")
+      throw RuntimeError(where + "the " + which + " tensor is on " + t.device().str() +
+                         ": CUDA tensors go through NCCL, and this group was started with the "
+                         "\"" + g.backend + "\" backend (init_process_group(\"nccl\"))");
+    if (t.device().index != g.cuda_device)
+      throw RuntimeError(where + "the " + which + " tensor is on " + t.device().str() +
+                         ", but this rank's NCCL communicator uses cuda:" +
+                         std::to_string(g.cuda_device) + " (its local rank modulo the GPUs)");
+  }
   if (t.numel() > INT_MAX)
     throw ValueError(where + "the " + which + " tensor has " + std::to_string(t.numel()) +
                      " elements; one MPI call moves at most 2^31 - 1");
@@ -362,6 +389,84 @@ void check_reduction(const Group& g, const char* call, const Tensor& t, ReduceOp
     throw TypeError(g.prefix() + call + ": ReduceOp.AVG needs a floating-point tensor, got " +
                     dtype_name(t.dtype()));
 }
+
+#if TINY_HAS_NCCL
+
+std::string nccl_error(ncclResult_t r) { return std::string("NCCL error: ") + ncclGetErrorString(r); }
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return ncclFloat32;
+    case DType::Float64: return ncclFloat64;
+    case DType::Float16: return ncclFloat16;
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Int32: return ncclInt32;
+    case DType::Int64: return ncclInt64;
+    case DType::Bool: return ncclUint8;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::SUM ? ncclSum : ncclAvg; }
+
+// A CUDA tensor's collective. An event recorded now, on the default stream where the library's
+// kernels run, marks the moment the tensor is ready; the communication thread makes NCCL's stream
+// wait for it, launches the collective there (so it overlaps the kernels queued after it), and
+// polls its end until the deadline. A collective that misses it aborts the communicator.
+Job nccl_job(Group& g, std::function<ncclResult_t(cudaStream_t)> launch) {
+  cudaEvent_t ready = nullptr;
+  const cudaError_t err = cudaSetDevice(g.cuda_device) == cudaSuccess
+                              ? cudaEventCreateWithFlags(&ready, cudaEventDisableTiming)
+                              : cudaErrorInvalidDevice;
+  if (err != cudaSuccess || cudaEventRecord(ready, nullptr) != cudaSuccess)
+    throw RuntimeError(g.prefix() + "CUDA error before a collective: " +
+                       cudaGetErrorString(cudaGetLastError()));
+  Job job;
+  job.device_work = [ready, launch = std::move(launch)](Group& group,
+                                                        Clock::time_point deadline) {
+    cudaSetDevice(group.cuda_device);
+    std::string error;
+    cudaEvent_t done = nullptr;
+    if (!group.nccl) error = "the NCCL communicator was aborted by an earlier failure";
+    if (error.empty() && cudaStreamWaitEvent(group.stream, ready, 0) != cudaSuccess)
+      error = std::string("CUDA error: ") + cudaGetErrorString(cudaGetLastError());
+    if (error.empty()) {
+      const ncclResult_t r = launch(group.stream);
+      if (r != ncclSuccess) error = nccl_error(r);
+    }
+    if (error.empty() && (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess ||
+                          cudaEventRecord(done, group.stream) != cudaSuccess))
+      error = std::string("CUDA error: ") + cudaGetErrorString(cudaGetLastError());
+    for (int spins = 0; error.empty(); ++spins) {
+      const cudaError_t q = cudaEventQuery(done);
+      if (q == cudaSuccess) break;
+      if (q != cudaErrorNotReady) {
+        error = std::string("CUDA error: ") + cudaGetErrorString(q);
+        break;
+      }
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(group.nccl, &async);
+      if (async != ncclSuccess) {
+        error = nccl_error(async);
+        break;
+      }
+      if (Clock::now() > deadline) {
+        ncclCommAbort(group.nccl);
+        group.nccl = nullptr;
+        error = "timeout";
+        break;
+      }
+      if (spins < 50) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(spins < 1000 ? 20 : 200));
+    }
+    if (done) cudaEventDestroy(done);
+    cudaEventDestroy(ready);
+    return error;
+  };
+  return job;
+}
+
+#endif
 
 Work enqueue(Group& g, Call call, const Tensor& t, int64_t arg, Job job, bool async_op) {
   job.fingerprint = {static_cast<int64_t>(call), g.seq++, t.defined() ? t.numel() : 0,
@@ -424,7 +529,11 @@ void init_process_group(const std::string& backend, double timeout_s) {
   g->backend = backend;
   g->timeout_s = timeout_s;
 #if TINY_HAS_MPI
-  int initialized = 0;
+  int initialized = 0, finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    throw RuntimeError("init_process_group: MPI was finalised by destroy_process_group() and "
+                       "cannot start again in this process");
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
@@ -438,6 +547,32 @@ void init_process_group(const std::string& backend, double timeout_s) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Op_create(&sum16<Half>, 1, &g->sum_half);
   MPI_Op_create(&sum16<BFloat16>, 1, &g->sum_bfloat16);
+#endif
+#if TINY_HAS_NCCL
+  if (backend == "nccl") {
+    // One GPU per rank: the rank's place on its machine, modulo the GPUs there. Rank 0 makes the
+    // communicator's unique id and MPI hands it to the others.
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+      throw RuntimeError("[rank " + std::to_string(g->rank) + "] init_process_group(\"nccl\"): "
+                         "no CUDA device is visible to this process");
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    g->cuda_device = (local ? std::atoi(local) : g->rank) % devices;
+    cudaSetDevice(g->cuda_device);
+    ncclUniqueId id{};
+    if (g->rank == 0) {
+      const ncclResult_t r = ncclGetUniqueId(&id);
+      if (r != ncclSuccess) throw RuntimeError("[rank 0] ncclGetUniqueId: " + nccl_error(r));
+    }
+    MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+    const ncclResult_t r = ncclCommInitRank(&g->nccl, g->size, id, g->rank);
+    if (r != ncclSuccess)
+      throw RuntimeError("[rank " + std::to_string(g->rank) + "] ncclCommInitRank: " +
+                         nccl_error(r));
+    if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess)
+      throw RuntimeError("[rank " + std::to_string(g->rank) + "] cudaStreamCreateWithFlags: " +
+                         cudaGetErrorString(cudaGetLastError()));
+  }
 #endif
   Group* raw = g.get();
   g->worker = std::thread([raw] { raw->run(); });
@@ -473,6 +608,10 @@ void destroy_process_group() {
   Group& g = group("destroy_process_group");
   stop_worker(g);
   const bool healthy = g.broken.empty();
+#if TINY_HAS_NCCL
+  if (g.nccl) (healthy ? ncclCommDestroy(g.nccl) : ncclCommAbort(g.nccl));
+  if (g.stream) cudaStreamDestroy(g.stream);
+#endif
 #if TINY_HAS_MPI
   if (healthy) {
     MPI_Op_free(&g.sum_half);
@@ -498,6 +637,16 @@ Work all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
   check_tensor(g, "all_reduce", tensor, "input");
   check_reduction(g, "all_reduce", tensor, op);
   Job job;
+#if TINY_HAS_NCCL
+  if (tensor.device().is_cuda()) {
+    void* data = tensor.data_ptr();
+    const size_t n = static_cast<size_t>(tensor.numel());
+    const ncclDataType_t type = nccl_type(tensor.dtype());
+    job = nccl_job(g, [=](cudaStream_t s) {
+      return ncclAllReduce(data, data, n, type, nccl_op(op), g_group->nccl, s);
+    });
+  }
+#endif
   job.keep = tensor;
   job.bytes = tensor.nbytes();
 #if TINY_HAS_MPI
@@ -508,7 +657,7 @@ Work all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
   job.start = [=](MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, data, n, mpi_type(dtype), sum, MPI_COMM_WORLD, r);
   };
-  if (op == ReduceOp::AVG) {
+  if (op == ReduceOp::AVG && !job.device_work) {
     const int size = g.size;
     job.finish = [=] { divide_in_place(data, n, dtype, size); };
   }
@@ -523,6 +672,16 @@ Work broadcast(const Tensor& tensor, int src, bool async_op) {
     throw ValueError(g.prefix() + "broadcast: src " + std::to_string(src) +
                      " is not a rank of this group of " + std::to_string(g.size));
   Job job;
+#if TINY_HAS_NCCL
+  if (tensor.device().is_cuda()) {
+    void* data = tensor.data_ptr();
+    const size_t n = static_cast<size_t>(tensor.numel());
+    const ncclDataType_t type = nccl_type(tensor.dtype());
+    job = nccl_job(g, [=](cudaStream_t s) {
+      return ncclBroadcast(data, data, n, type, src, g_group->nccl, s);
+    });
+  }
+#endif
   job.keep = tensor;
   job.bytes = tensor.nbytes();
 #if TINY_HAS_MPI
@@ -549,7 +708,21 @@ Work all_gather_into_tensor(const Tensor& output, const Tensor& input, bool asyn
   if (output.numel() > INT_MAX)
     throw ValueError(g.prefix() + "all_gather_into_tensor: the output has more than 2^31 - 1 "
                      "elements");
+  if (input.device() != output.device())
+    throw RuntimeError(g.prefix() + "all_gather_into_tensor: output is on " +
+                       output.device().str() + ", input on " + input.device().str());
   Job job;
+#if TINY_HAS_NCCL
+  if (input.device().is_cuda()) {
+    const void* in = input.data_ptr();
+    void* out = output.data_ptr();
+    const size_t n = static_cast<size_t>(input.numel());
+    const ncclDataType_t type = nccl_type(input.dtype());
+    job = nccl_job(g, [=](cudaStream_t s) {
+      return ncclAllGather(in, out, n, type, g_group->nccl, s);
+    });
+  }
+#endif
   job.keep = input;
   job.keep2 = output;
   job.bytes = input.nbytes();
@@ -579,7 +752,21 @@ Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp o
                      "as output size times world size (" + std::to_string(input.numel()) +
                      " != " + std::to_string(g.size) + " x " + std::to_string(output.numel()) +
                      ")");
+  if (input.device() != output.device())
+    throw RuntimeError(g.prefix() + "reduce_scatter_tensor: output is on " +
+                       output.device().str() + ", input on " + input.device().str());
   Job job;
+#if TINY_HAS_NCCL
+  if (input.device().is_cuda()) {
+    const void* in = input.data_ptr();
+    void* out = output.data_ptr();
+    const size_t n = static_cast<size_t>(output.numel());
+    const ncclDataType_t type = nccl_type(input.dtype());
+    job = nccl_job(g, [=](cudaStream_t s) {
+      return ncclReduceScatter(in, out, n, type, nccl_op(op), g_group->nccl, s);
+    });
+  }
+#endif
   job.keep = input;
   job.keep2 = output;
   job.bytes = input.nbytes();
@@ -592,7 +779,7 @@ Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp o
   job.start = [=](MPI_Request* r) {
     return MPI_Ireduce_scatter_block(in, out, n, mpi_type(dtype), sum, MPI_COMM_WORLD, r);
   };
-  if (op == ReduceOp::AVG) {
+  if (op == ReduceOp::AVG && !job.device_work) {
     const int size = g.size;
     job.finish = [=] { divide_in_place(out, n, dtype, size); };
   }
@@ -622,7 +809,7 @@ void reset_comm_stats() {
   g.stats = {};
 }
 
-bool is_nccl_available() { return false; }
+bool is_nccl_available() { return TINY_HAS_NCCL; }
 
 // ---- DistributedDataParallel ------------------------------------------------------------------
 
