@@ -631,6 +631,19 @@ int scenario(const std::string& name) {
     dist::all_reduce(x);
     return 0;
   }
+  if (name == "exit_in_flight") {
+    // Rank 0 leaves with an async all-reduce that rank 1 never joins; its exit must not wait for
+    // the 300 s deadline, and mpirun then stops rank 1.
+    if (rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      return 0;
+    }
+    Tensor x = ones({4});
+    dist::Work work = dist::all_reduce(x, dist::ReduceOp::SUM, /*async_op=*/true);
+    std::printf("[rank 0] leaving with a collective in flight\n");
+    std::fflush(stdout);
+    return 5;
+  }
   if (name == "reinit") {
     // MPI cannot start twice in one process; the second start must say so.
     dist::destroy_process_group();

@@ -10,6 +10,7 @@
 #include "tiny/distributed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -178,6 +179,9 @@ struct Group {
   std::deque<Job> queue;
   bool stopping = false;
   std::string broken;  // the first failure; later collectives fail at once
+  // Set at exit when the group was not destroyed: a collective still waiting gives up at once
+  // (the process is leaving, and mpirun will stop the others).
+  std::atomic<bool> abandon{false};
   CommStats stats;
   std::thread worker;
 #if TINY_HAS_MPI
@@ -231,12 +235,12 @@ void Group::run() {
 // Tests the request until it completes or the deadline passes. Between tests the thread
 // yields, then sleeps briefly, so that a rank waiting for a slow one leaves the cores to those
 // still computing (four ranks share two cores here).
-bool wait_for(MPI_Request* request, Clock::time_point deadline) {
+bool wait_for(MPI_Request* request, Clock::time_point deadline, const std::atomic<bool>& abandon) {
   for (int spins = 0;; ++spins) {
     int flag = 0;
     MPI_Test(request, &flag, MPI_STATUS_IGNORE);
     if (flag) return true;
-    if (Clock::now() > deadline) return false;
+    if (Clock::now() > deadline || abandon) return false;
     if (spins < 50) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(spins < 1000 ? 20 : 200));
   }
@@ -274,7 +278,8 @@ void Group::execute(Job& job) {
   MPI_Request request;
   MPI_Iallgather(&job.fingerprint, kFingerprintWords, MPI_INT64_T, all.data(), kFingerprintWords,
                  MPI_INT64_T, MPI_COMM_WORLD, &request);
-  if (!wait_for(&request, deadline)) return timed_out("waiting for the other ranks to reach it");
+  if (!wait_for(&request, deadline, abandon))
+    return timed_out("waiting for the other ranks to reach it");
   for (int r = 0; r < size; ++r)
     if (!(all[static_cast<size_t>(r)] == job.fingerprint)) {
       const Fingerprint& theirs = all[static_cast<size_t>(r)];
@@ -296,7 +301,7 @@ void Group::execute(Job& job) {
       MPI_Error_string(rc, text, &length);
       return fail(prefix() + name + ": MPI failed: " + std::string(text, length));
     }
-    if (!wait_for(&request, deadline)) return timed_out("in the exchange");
+    if (!wait_for(&request, deadline, abandon)) return timed_out("in the exchange");
   }
   if (job.finish) job.finish();
   const double seconds = seconds_since(t0);
@@ -450,7 +455,7 @@ Job nccl_job(Group& g, std::function<ncclResult_t(cudaStream_t)> launch) {
         error = nccl_error(async);
         break;
       }
-      if (Clock::now() > deadline) {
+      if (Clock::now() > deadline || group.abandon) {
         ncclCommAbort(group.nccl);
         group.nccl = nullptr;
         error = "timeout";
@@ -598,7 +603,9 @@ void stop_worker(Group& g) {
 // failed): mpirun then sees a rank end without finalising and stops the job.
 struct ExitGuard {
   ~ExitGuard() {
-    if (g_group) stop_worker(*g_group);
+    if (!g_group) return;
+    g_group->abandon = true;
+    stop_worker(*g_group);
   }
 } g_exit_guard;
 

@@ -200,7 +200,7 @@ class ZeroAdamW {
   /// would hold it after the same steps (PyTorch's consolidate_state_dict()); every rank must
   /// call it, every rank gets it.
   optim::OptimizerState consolidated_state_dict();
-  /// Saves this rank's shard to `dir`/optim-rank<R>-of-<N>.safetensors (the folder is created),
+  /// Saves this rank's shard to `dir/optim-rankR-of-N.safetensors` (the folder is created),
   /// with the sizes that let load() re-cut it for another world size; every rank calls it.
   void save(const std::string& dir) const;
   /// Loads the shards a run of any world size saved in `dir` and keeps this rank's chunks under
