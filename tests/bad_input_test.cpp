@@ -348,6 +348,21 @@ const std::vector<BadInput>& table() {
             scaler.unscale_(opt);
             scaler.unscale_(opt);
           }()),
+      BAD("ch10", "a collective before init_process_group", RuntimeError,
+          "Default process group has not been initialized, please make sure to call "
+          "init_process_group.",
+          true, dist::all_reduce(ones({4}))),
+      BAD("ch10", "gloo, PyTorch's CPU backend, which this library does not have", ValueError,
+          "Invalid backend: 'gloo' (this library has \"mpi\" and \"nccl\")", false,
+          dist::init_process_group("gloo")),
+      BAD("ch10", "a ring of no ranks", ValueError,
+          "ring_all_reduce_bytes: world_size must be at least 1, got 0", false,
+          dist::ring_all_reduce_bytes(0, 4e9)),
+      BAD("ch10", "the batch share of a rank the world does not have", ValueError,
+          "shard_range: rank 2 is not in [0, 2)", false, dist::shard_range(64, 2, 2)),
+      BAD("ch10", "a gradient hook on a computed tensor", RuntimeError,
+          "post accumulate grad hooks cannot be registered on non-leaf tensors", false,
+          (ones({2}).requires_grad_() * 2).register_post_accumulate_grad_hook([](const Tensor&) {})),
   };
   return rows;
 }

@@ -200,11 +200,11 @@ struct Group {
 
 std::unique_ptr<Group> g_group;
 
-Group& group(const char* call) {
+// The group, for `call`; PyTorch's RuntimeError, word for word, before init_process_group().
+Group& group([[maybe_unused]] const char* call) {
   if (!g_group)
-    throw RuntimeError(std::string(call) +
-                       ": Default process group has not been initialized, please make sure to "
-                       "call init_process_group.");
+    throw RuntimeError("Default process group has not been initialized, please make sure to call "
+                       "init_process_group.");
   return *g_group;
 }
 
