@@ -29,6 +29,9 @@
 #define TINY_HAS_MPI 0
 #endif
 #if TINY_HAS_MPI
+// MPI's C interface; its long-deprecated C++ bindings stay out.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 // NCCL for CUDA tensors: built with CUDA when NCCL is installed (it comes with the toolkit).
