@@ -133,21 +133,27 @@ static void run_one_process() {
   }
 }
 
-// Data-parallel training: each rank's share of the batch, DDP averaging the gradients.
-static void run_train(bool overlap) {
+// Data-parallel training: each rank's share of the batch, DDP averaging the gradients. On the
+// CPU through MPI, or with the model on a GPU per rank and NCCL between them (`gpu`).
+static void run_train(bool overlap, bool gpu) {
   const int rank = dist::get_rank(), world = dist::get_world_size();
+  const Device device = gpu ? Device::cuda(rank % cuda::device_count()) : Device::cpu();
   auto model = make_model();
+  model->to(device);
   dist::DistributedDataParallel ddp(model, {.bucket_cap_bytes = 1 << 20, .overlap = overlap});
   optim::AdamW opt(model->parameters(), {.lr = 1e-3});
   std::vector<double> step_s, wait_s, busy_s;
   for (int step = 0; step < kSteps; ++step) {
     const Batch mine = my_rows(global_batch(step), rank, world);
+    const Tensor x = mine.x.to(device), y = mine.y.to(device);
     dist::reset_comm_stats();
+    synchronize(device);  // a GPU's clock starts when its queue is empty (chapter 04)
     const auto start = std::chrono::steady_clock::now();
     opt.zero_grad();
-    Tensor loss = mse_loss(ddp(mine.x), mine.y);
+    Tensor loss = mse_loss(ddp(x), y);
     loss.backward();
     opt.step();
+    synchronize(device);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double busy = dist::comm_stats().busy_seconds;
@@ -164,39 +170,6 @@ static void run_train(bool overlap) {
   if (rank == 0)
     std::printf("time %.6f %.6f %.6f %zu\n", median(step_s), median(wait_s), median(busy_s),
                 ddp.buckets().size());
-}
-
-// The same training with the model on a GPU per rank, the gradients averaged by NCCL.
-static void run_train_cuda() {
-  const int rank = dist::get_rank(), world = dist::get_world_size();
-  const Device gpu = Device::cuda(rank % cuda::device_count());
-  auto model = make_model();
-  model->to(gpu);
-  dist::DistributedDataParallel ddp(model, {.bucket_cap_bytes = 1 << 20});
-  optim::AdamW opt(model->parameters(), {.lr = 1e-3});
-  std::vector<double> step_s, wait_s;
-  for (int step = 0; step < kSteps; ++step) {
-    const Batch b = my_rows(global_batch(step), rank, world);
-    const Tensor x = b.x.to(gpu), y = b.y.to(gpu);
-    cuda::synchronize(gpu.index);
-    const auto start = std::chrono::steady_clock::now();
-    opt.zero_grad();
-    Tensor loss = mse_loss(ddp(x), y);
-    loss.backward();
-    opt.step();
-    cuda::synchronize(gpu.index);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    Tensor global = loss.detach().clone();
-    dist::all_reduce(global, dist::ReduceOp::AVG);
-    if (rank == 0) std::printf("loss %d %.9g\n", step, global.item<double>());
-    if (step >= kWarmup) {
-      step_s.push_back(seconds);
-      wait_s.push_back(ddp.last_wait_seconds());
-    }
-  }
-  if (rank == 0)
-    std::printf("time %.6f %.6f 0 %zu\n", median(step_s), median(wait_s), ddp.buckets().size());
 }
 
 // Bytes per parameter each rank holds after one step: plain DDP + AdamW (stage 0), ZeRO 1, 2.
@@ -268,8 +241,8 @@ static int run_in_group(const std::string& run) {
   set_num_threads(1);
   const char* dir = std::getenv("TINY_CH10_DIR");
   if (run == "one_process") run_one_process();
-  else if (run == "train_cuda") run_train_cuda();
-  else if (run == "train" || run == "train_no_overlap") run_train(run == "train");
+  else if (run == "train" || run == "train_no_overlap" || run == "train_cuda")
+    run_train(run != "train_no_overlap", run == "train_cuda");
   else if (run == "memory") run_memory();
   else if ((run == "save" || run == "load") && dir) run_checkpoint(dir, run == "save");
   else throw ValueError("TINY_CH10_RUN: unknown run '" + run + "'");

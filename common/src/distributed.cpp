@@ -389,6 +389,16 @@ void check_tensor(const Group& g, const char* call, const Tensor& t, const char*
                      " elements; one MPI call moves at most 2^31 - 1");
 }
 
+// An output tensor must hold what the input holds, where the input is.
+void check_same_kind(const Group& g, const char* call, const Tensor& output, const Tensor& input) {
+  if (output.dtype() != input.dtype())
+    throw TypeError(g.prefix() + call + ": output is " + dtype_name(output.dtype()) +
+                    ", input is " + dtype_name(input.dtype()));
+  if (output.device() != input.device())
+    throw RuntimeError(g.prefix() + call + ": output is on " + output.device().str() +
+                       ", input on " + input.device().str());
+}
+
 void check_reduction(const Group& g, const char* call, const Tensor& t, ReduceOp op) {
   if (t.dtype() == kBool)
     throw TypeError(g.prefix() + call + ": bool tensors cannot be reduced with ReduceOp." +
@@ -707,9 +717,7 @@ Work all_gather_into_tensor(const Tensor& output, const Tensor& input, bool asyn
   Group& g = group("all_gather_into_tensor");
   check_tensor(g, "all_gather_into_tensor", input, "input");
   check_tensor(g, "all_gather_into_tensor", output, "output");
-  if (output.dtype() != input.dtype())
-    throw TypeError(g.prefix() + "all_gather_into_tensor: output is " +
-                    dtype_name(output.dtype()) + ", input is " + dtype_name(input.dtype()));
+  check_same_kind(g, "all_gather_into_tensor", output, input);
   if (output.numel() != input.numel() * g.size)
     throw ValueError(g.prefix() + "all_gather_into_tensor: output tensor size must be equal to " +
                      "world_size times input tensor size (" + std::to_string(output.numel()) +
@@ -718,9 +726,6 @@ Work all_gather_into_tensor(const Tensor& output, const Tensor& input, bool asyn
   if (output.numel() > INT_MAX)
     throw ValueError(g.prefix() + "all_gather_into_tensor: the output has more than 2^31 - 1 "
                      "elements");
-  if (input.device() != output.device())
-    throw RuntimeError(g.prefix() + "all_gather_into_tensor: output is on " +
-                       output.device().str() + ", input on " + input.device().str());
   Job job;
 #if TINY_HAS_NCCL
   if (input.device().is_cuda()) {
@@ -754,17 +759,12 @@ Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp o
   check_tensor(g, "reduce_scatter_tensor", input, "input");
   check_tensor(g, "reduce_scatter_tensor", output, "output");
   check_reduction(g, "reduce_scatter_tensor", input, op);
-  if (output.dtype() != input.dtype())
-    throw TypeError(g.prefix() + "reduce_scatter_tensor: output is " +
-                    dtype_name(output.dtype()) + ", input is " + dtype_name(input.dtype()));
+  check_same_kind(g, "reduce_scatter_tensor", output, input);
   if (input.numel() != output.numel() * g.size)
     throw ValueError(g.prefix() + "reduce_scatter_tensor: input tensor must be the same size " +
                      "as output size times world size (" + std::to_string(input.numel()) +
                      " != " + std::to_string(g.size) + " x " + std::to_string(output.numel()) +
                      ")");
-  if (input.device() != output.device())
-    throw RuntimeError(g.prefix() + "reduce_scatter_tensor: output is on " +
-                       output.device().str() + ", input on " + input.device().str());
   Job job;
 #if TINY_HAS_NCCL
   if (input.device().is_cuda()) {
