@@ -117,6 +117,8 @@ static double median(std::vector<double> v) {
 }
 
 // ---- the runs inside mpirun (rank 0 prints "key values..." lines) -------------------------------
+// Losses go out with 17 significant digits, which read back as the very double computed, so that
+// "bit for bit" below compares bits and not rounded text.
 
 // One process, the whole batch, no communication: the curve data parallelism must follow. (It
 // runs under mpirun like the others, so that every run computes with the same threads.)
@@ -129,7 +131,7 @@ static void run_one_process() {
     Tensor loss = mse_loss((*model)(b.x), b.y);
     loss.backward();
     opt.step();
-    std::printf("loss %d %.9g\n", step, loss.item<double>());
+    std::printf("loss %d %.17g\n", step, loss.item<double>());
   }
 }
 
@@ -160,7 +162,7 @@ static void run_train(bool overlap, bool gpu) {
     // The global batch's loss: the mean of the ranks' means (their shares are equal).
     Tensor global = loss.detach().clone();
     dist::all_reduce(global, dist::ReduceOp::AVG);
-    if (rank == 0) std::printf("loss %d %.9g\n", step, global.item<double>());
+    if (rank == 0) std::printf("loss %d %.17g\n", step, global.item<double>());
     if (step >= kWarmup) {
       step_s.push_back(seconds);
       wait_s.push_back(ddp.last_wait_seconds());
@@ -231,7 +233,7 @@ static void run_checkpoint(const std::string& dir, bool save) {
   }
   for (int s = 3; s < 6; ++s) {
     const double loss = step(s);
-    if (rank == 0) std::printf("loss %d %.9g\n", s, loss);
+    if (rank == 0) std::printf("loss %d %.17g\n", s, loss);
   }
 }
 
