@@ -461,6 +461,12 @@ TEST(ZeroAdamW, BothStagesMatchOneProcessAndShardTheState) {
     expect_close(run.params, reference.params, 1e-5, what + " parameters", world() == 1);
     expect_close(state_tensors(run.state), state_tensors(reference.state), 1e-5,
                  what + " consolidated state", world() == 1);
+    // The consolidated state loads into a plain AdamW over whole parameters, unchanged.
+    auto fresh = small_model();
+    optim::AdamW plain(fresh->parameters(), {.lr = 0.01, .weight_decay = 0.1});
+    plain.load_state_dict(run.state);
+    expect_close(state_tensors(plain.state_dict()), state_tensors(run.state), 0,
+                 what + " state loaded into AdamW", true);
     // m and v for this rank's chunks (at most ceil(numel / N) of each of the 6 parameters),
     // and AdamW's 4-byte step counter per parameter.
     EXPECT_LE(run.optimizer_bytes, 8 * (params / world() + 6) + 4 * 6) << what;
