@@ -192,7 +192,6 @@ TEST(Collectives, BarrierAndCountersWork) {
   const dist::CommStats s = dist::comm_stats();
   EXPECT_EQ(s.calls, 2);
   EXPECT_EQ(s.bytes, 1024);
-  EXPECT_GE(s.busy_seconds, 0.0);
   EXPECT_FLOAT_EQ(x.data<float>()[255], static_cast<float>(world()));
 }
 

@@ -203,8 +203,8 @@ struct Group {
 
 std::unique_ptr<Group> g_group;
 
-// The group, for `call`; PyTorch's RuntimeError, word for word, before init_process_group().
-Group& group([[maybe_unused]] const char* call) {
+// The group; PyTorch's RuntimeError, word for word, before init_process_group().
+Group& group() {
   if (!g_group)
     throw RuntimeError("Default process group has not been initialized, please make sure to call "
                        "init_process_group.");
@@ -291,7 +291,8 @@ void Group::execute(Job& job) {
                   std::to_string(job.fingerprint.seq) + ", rank " + std::to_string(r) +
                   " calls " + describe(theirs) + " as collective #" + std::to_string(theirs.seq));
     }
-  // 2. The collective itself.
+  // 2. The collective itself: a CUDA tensor's through NCCL (device_work), a CPU tensor's through
+  //    MPI (start).
   if (job.device_work) {
     const std::string error = job.device_work(*this, deadline);
     if (error == "timeout") return timed_out("in the exchange");
@@ -625,7 +626,7 @@ struct ExitGuard {
 }  // namespace
 
 void destroy_process_group() {
-  Group& g = group("destroy_process_group");
+  Group& g = group();
   stop_worker(g);
   const bool healthy = g.broken.empty();
 #if TINY_HAS_NCCL
@@ -647,13 +648,13 @@ void destroy_process_group() {
                        "stops the other ranks");
 }
 
-int get_rank() { return group("get_rank").rank; }
-int get_world_size() { return group("get_world_size").size; }
-std::string get_backend() { return group("get_backend").backend; }
-double get_timeout() { return group("get_timeout").timeout_s; }
+int get_rank() { return group().rank; }
+int get_world_size() { return group().size; }
+std::string get_backend() { return group().backend; }
+double get_timeout() { return group().timeout_s; }
 
 Work all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
-  Group& g = group("all_reduce");
+  Group& g = group();
   check_tensor(g, "all_reduce", tensor, "input");
   check_reduction(g, "all_reduce", tensor, op);
   Job job;
@@ -686,7 +687,7 @@ Work all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
 }
 
 Work broadcast(const Tensor& tensor, int src, bool async_op) {
-  Group& g = group("broadcast");
+  Group& g = group();
   check_tensor(g, "broadcast", tensor, "input");
   if (src < 0 || src >= g.size)
     throw ValueError(g.prefix() + "broadcast: src " + std::to_string(src) +
@@ -714,7 +715,7 @@ Work broadcast(const Tensor& tensor, int src, bool async_op) {
 }
 
 Work all_gather_into_tensor(const Tensor& output, const Tensor& input, bool async_op) {
-  Group& g = group("all_gather_into_tensor");
+  Group& g = group();
   check_tensor(g, "all_gather_into_tensor", input, "input");
   check_tensor(g, "all_gather_into_tensor", output, "output");
   check_same_kind(g, "all_gather_into_tensor", output, input);
@@ -755,7 +756,7 @@ Work all_gather_into_tensor(const Tensor& output, const Tensor& input, bool asyn
 
 Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op,
                            bool async_op) {
-  Group& g = group("reduce_scatter_tensor");
+  Group& g = group();
   check_tensor(g, "reduce_scatter_tensor", input, "input");
   check_tensor(g, "reduce_scatter_tensor", output, "output");
   check_reduction(g, "reduce_scatter_tensor", input, op);
@@ -799,7 +800,7 @@ Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp o
 }
 
 void barrier() {
-  Group& g = group("barrier");
+  Group& g = group();
   Job job;
 #if TINY_HAS_MPI
   job.start = [](MPI_Request* r) { return MPI_Ibarrier(MPI_COMM_WORLD, r); };
@@ -808,13 +809,13 @@ void barrier() {
 }
 
 CommStats comm_stats() {
-  Group& g = group("comm_stats");
+  Group& g = group();
   std::lock_guard lock(g.m);
   return g.stats;
 }
 
 void reset_comm_stats() {
-  Group& g = group("reset_comm_stats");
+  Group& g = group();
   std::lock_guard lock(g.m);
   g.stats = {};
 }
@@ -904,7 +905,7 @@ struct DistributedDataParallel::State {
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                                  DDPOptions options)
     : module_(std::move(module)), state_(std::make_shared<State>()) {
-  Group& g = group("DistributedDataParallel");
+  Group& g = group();
   if (!module_) throw ValueError("DistributedDataParallel: the module is null");
   if (options.bucket_cap_bytes <= 0)
     throw ValueError("DistributedDataParallel: bucket_cap_bytes must be > 0");
@@ -1028,7 +1029,7 @@ Tensor gather_chunks(const Tensor& shard, int64_t numel, int world_size) {
 
 ZeroAdamW::ZeroAdamW(std::vector<Tensor> params, optim::AdamWOptions options, int stage)
     : params_(std::move(params)), stage_(stage) {
-  Group& g = group("ZeroAdamW");
+  Group& g = group();
   if (stage != 1 && stage != 2)
     throw ValueError("ZeroAdamW: stage must be 1 or 2, got " + std::to_string(stage));
   for (const Tensor& p : params_) {
@@ -1052,7 +1053,7 @@ std::pair<int64_t, int64_t> ZeroAdamW::chunk(size_t index) const {
 }
 
 void ZeroAdamW::step() {
-  Group& g = group("ZeroAdamW.step");
+  Group& g = group();
   const int n = g.size;
   for (size_t i = 0; i < params_.size(); ++i)
     if (!params_[i].grad().defined())
