@@ -12,6 +12,9 @@
 
 #ifdef TINY_HAS_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
 #endif
 
 namespace tiny {
@@ -72,6 +75,40 @@ void gemm_blocked(int64_t M, int64_t N, int64_t K, MatrixRef<T> A, MatrixRef<T> 
 }
 
 #ifdef TINY_HAS_OPENBLAS
+// OpenBLAS picks its kernels when it loads, from the processor's family and model. A processor
+// newer than the OpenBLAS build (Debian 12's 0.3.21 does not know Emerald Rapids, model 207)
+// gets its generic fallback, the Prescott kernels: SSE3 only, several times slower, and summing
+// in another order, so that a chapter's losses differ from PyTorch's in the last printed digit.
+// Where that happened and the processor has AVX2 (with FMA) or AVX-512, the kernels are picked
+// again for what it has, the way OPENBLAS_CORETYPE picks them: Haswell or SkylakeX. A core type
+// the user set is left alone, and so is an OpenBLAS without run-time kernel choice (the two
+// functions are looked up, not linked). This runs while the program starts, before any product.
+bool repick_generic_openblas_kernels() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return false;
+  if (std::strcmp(openblas_get_corename(), "Prescott") != 0) return false;
+  const char* core = nullptr;
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+#endif
+  using Hook = void (*)();
+  const auto quit = reinterpret_cast<Hook>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto init = reinterpret_cast<Hook>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (core == nullptr || quit == nullptr || init == nullptr) return false;
+  // gotoblas_dynamic_init reads OPENBLAS_CORETYPE; the variable is removed again afterwards, so
+  // that the program's environment (and its children's) stays as it was.
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+  return true;
+}
+[[maybe_unused]] const bool kOpenBlasKernelsRepicked = repick_generic_openblas_kernels();
+
 // A BLAS reads a matrix either row by row or column by column (detail::blas_layout); anything
 // else is copied into rows first.
 template <typename T>
