@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "internal.h"
 #include "parallel.h"
 #include "test_util.h"
 
@@ -239,6 +241,45 @@ TEST(Parallel, ElementwiseOpsGiveTheSameBitsOnOneAndTwoThreads) {
         out.add_(x);
         return out;
       }));
+    }
+  }
+}
+
+// Float32 results of kStreamBytes or more go to memory with streaming stores, in blocks of
+// kStreamBlock computed into a buffer first (cpu/elementwise.h). Here the destination starts 3
+// elements past a 64-byte boundary (so the first elements are written the ordinary way) and its
+// rows are not whole blocks; the elements around it must stay NaN, and every element must be
+// the exact sum (two floats' sum rounded once, computed in float64), on one and on two threads.
+TEST(Parallel, LargeFloat32ResultsWrittenAroundTheCachesAreExact) {
+  TINY_SEEDED(rng);
+  const int64_t big = detail::kStreamBytes / 4 + 4099;  // elements: just over the threshold
+  for (const Shape& shape : std::vector<Shape>{{big}, {2053, (big + 2052) / 2053}}) {
+    SCOPED_TRACE(format_tuple(shape));
+    const Tensor x = random_values(rng, shape).to(kFloat32), y = random_values(rng, shape).to(kFloat32);
+    const int64_t n = x.numel();
+    ThreadsGuard guard;
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      Tensor buffer = full({n + 16}, NAN, kFloat32);  // 64-byte aligned, like every allocation
+      Tensor out = buffer.narrow(0, 3, n).view(shape);
+      add_out(out, x, y);
+      const float* b = buffer.data<float>();
+      const float *px = x.data<float>(), *py = y.data<float>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i)
+        wrong += b[3 + i] != static_cast<float>(double(px[i]) + double(py[i]));
+      EXPECT_EQ(wrong, 0) << threads << " thread(s)";
+      for (int64_t i : {int64_t(0), int64_t(1), int64_t(2), n + 3, n + 15})
+        EXPECT_TRUE(std::isnan(b[i])) << "element " << i << " outside the destination was written";
+      // The same through an allocating op and a broadcast row, against the same reference.
+      const Tensor row = y.dim() == 2 ? y.select(0, 0) : y;
+      const Tensor z = mul(x, row);
+      const float* pr = row.data<float>();
+      const int64_t cols = row.numel();
+      wrong = 0;
+      for (int64_t i = 0; i < n; ++i)
+        wrong += z.data<float>()[i] != static_cast<float>(double(px[i]) * double(pr[i % cols]));
+      EXPECT_EQ(wrong, 0) << threads << " thread(s)";
     }
   }
 }

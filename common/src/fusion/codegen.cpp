@@ -52,11 +52,6 @@ std::string literal(double v) {
   return buf;
 }
 
-// Outputs of at least this many bytes are written with streaming stores, kStreamBlock elements
-// at a time: well beyond the last-level cache of the machines this runs on.
-constexpr double kStreamBytes = 8 << 20;
-constexpr int kStreamBlock = 256;  // measured best of 64, 256 and 1024 here
-
 }  // namespace
 
 Loop make_loop(const Graph& g) {
@@ -253,7 +248,7 @@ inline void stream_fence() {}
     for (int64_t d : g.shape) n *= static_cast<double>(d);
     out_bytes += n;
   }
-  const bool streamed = all_float32 && out_bytes >= kStreamBytes;
+  const bool streamed = all_float32 && out_bytes >= static_cast<double>(kStreamBytes);
   // The loops: the innermost one is where the vectoriser works; `o` counts output elements.
   // The outermost loop runs over [begin, end) instead of its whole size.
   int64_t below_outer = 1;  // output elements per step of the outermost loop
