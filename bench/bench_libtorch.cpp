@@ -16,9 +16,11 @@
 // keeps its blocks. main() asks glibc to keep freed memory too, which is how libtorch is usually
 // run (with a caching malloc such as jemalloc) and the fair comparison.
 #include <malloc.h>
+#include <unistd.h>
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 
 #include "bench_common.h"
@@ -112,12 +114,22 @@ TINY_VS_TORCH(AddSmall1x8, in.small_x + in.small_y, in.tsmall_x + in.tsmall_y);
 }  // namespace
 
 int main(int argc, char** argv) {
+  // libtorch's OpenMP threads keep spinning for a while after each parallel loop (libgomp's
+  // default wait policy), so on a 2-core machine they hold the second core while the library's
+  // next op wants it; the library's own pool sleeps between loops. libgomp reads OMP_WAIT_POLICY
+  // once, when it loads, so where it is unset the program starts itself again with PASSIVE: each
+  // library then has the cores to itself while its own op runs.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: measure as we are
+  }
   // Keep freed blocks in the process (see the top of this file): no block gets a mapping of its
   // own, and the heap is never trimmed.
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   add_tiny_context();
   benchmark::AddCustomContext("libtorch", TORCH_VERSION);
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", std::getenv("OMP_WAIT_POLICY"));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
