@@ -1,5 +1,7 @@
 // matmul against a float64 triple loop, through both CPU implementations (OpenBLAS and the
 // blocked loops), on random shapes and layouts; torch.matmul's shape rules; its errors.
+#include <cstdlib>
+
 #include "test_util.h"
 
 using namespace tiny;
@@ -258,6 +260,25 @@ INSTANTIATE_TEST_SUITE_P(Cpu, MatmulBackends,
                            return info.param == MatmulBackend::Blas ? std::string("Blas")
                                                                     : std::string("Blocked");
                          });
+
+// OpenBLAS falls back to its generic Prescott kernels on a processor newer than itself (0.3.21
+// on Emerald Rapids); the library then picks kernels for what the processor has
+// (cpu/matmul.cpp), which chapter 06 needs to print PyTorch's losses. Skipped where the user
+// chose the kernels or the processor has no AVX2.
+TEST(Matmul, OpenBlasDoesNotRunItsGenericKernelsOnAVectorProcessor) {
+  if (!blas_available()) GTEST_SKIP() << "built without OpenBLAS";
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) GTEST_SKIP() << "OPENBLAS_CORETYPE is set";
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "no AVX2 with FMA here";
+#else
+  GTEST_SKIP() << "not x86-64";
+#endif
+  set_matmul_backend(MatmulBackend::Blas);
+  const std::string description = matmul_backend_description();
+  EXPECT_EQ(description.find("Prescott"), std::string::npos) << description;
+  EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr) << "the environment was left changed";
+}
 
 TEST(Matmul, ShapesFollowTorchMatmul) {
   EXPECT_EQ(matmul(ones({16, 32}), ones({32, 2})).shape(), (Shape{16, 2}));

@@ -23,9 +23,9 @@ namespace tiny::detail {
 /// kStreamBlock elements at a time, each block computed into a buffer on the stack first: a
 /// result this large does not stay in a core's caches anyway, and written around them, its lines
 /// are not first read from memory only to be overwritten (an ordinary store's third pass over
-/// memory, after the inputs' read and the result's write). memcpy does the same for large copies,
-/// which is why x.clone() is the floor. The eager CPU loops (cpu/elementwise.h) and chapter 09's
-/// generated kernels (fusion/codegen.cpp) both follow it.
+/// memory, after the inputs' read and the result's write). glibc's memcpy does the same for
+/// copies large against the last-level cache. The eager CPU loops (cpu/elementwise.h) and
+/// chapter 09's generated kernels (fusion/codegen.cpp) both follow it.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
 constexpr int64_t kStreamBlock = 256;  // measured best of 64, 256 and 1024 in the fused kernels
 

@@ -90,20 +90,19 @@ template <typename In, typename Out, typename Op, typename... P>
 inline void streamed_row(Out* o, int64_t n, const Op& op, const P*... p) {
 #if defined(__x86_64__) && defined(__SSE2__)
   if constexpr (std::is_same_v<Out, float>) {
+    // A float is 4-byte aligned, so `head` floats reach the next 64-byte boundary.
     const auto address = reinterpret_cast<uintptr_t>(o);
-    if (address % sizeof(float) == 0) {
-      const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - address % 64) % 64 / 4));
-      row<In>(o, head, op, p...);
-      alignas(64) float block[kStreamBlock];
-      int64_t i = head;
-      for (; i + kStreamBlock <= n; i += kStreamBlock) {
-        row<In>(block, kStreamBlock, op, (p + i)...);
-        for (int64_t j = 0; j < kStreamBlock; j += 4) _mm_stream_ps(o + i + j, _mm_load_ps(block + j));
-      }
-      row<In>(o + i, n - i, op, (p + i)...);
-      _mm_sfence();
-      return;
+    const int64_t head = std::min<int64_t>(n, static_cast<int64_t>((64 - address % 64) % 64 / 4));
+    row<In>(o, head, op, p...);
+    alignas(64) float block[kStreamBlock];
+    int64_t i = head;
+    for (; i + kStreamBlock <= n; i += kStreamBlock) {
+      row<In>(block, kStreamBlock, op, (p + i)...);
+      for (int64_t j = 0; j < kStreamBlock; j += 4) _mm_stream_ps(o + i + j, _mm_load_ps(block + j));
     }
+    row<In>(o + i, n - i, op, (p + i)...);
+    _mm_sfence();
+    return;
   }
 #endif
   row<In>(o, n, op, p...);
