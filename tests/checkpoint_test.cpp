@@ -147,8 +147,8 @@ TEST(Checkpoint, ReadsFilesWrittenByPythonsSafetensors) {
   const TensorFile bf16 = load_safetensors(fixture("python_torch_bf16.safetensors"));
   expect_same(bf16.tensors,
               {{"w", from_vector<float>({1.0f, -2.5f, 3.140625f}, {3}).to(kBFloat16)}});
-  expect_error<TypeError>([&] { load_safetensors(fixture("python_int8.safetensors")); },
-                          {"tensor \"q\"", "dtype I8", "no dtype"});
+  const TensorFile int8 = load_safetensors(fixture("python_int8.safetensors"));
+  expect_same(int8.tensors, {{"q", from_vector<float>({-128.0f, 0.0f, 127.0f}, {3}).to(kInt8)}});
 }
 
 // ---- atomic saves --------------------------------------------------------------------------------
@@ -245,6 +245,10 @@ TEST(Checkpoint, RefusesDamagedFilesWithTheReason) {
   expect_error<RuntimeError>([&] { load_safetensors(dir.file("none.safetensors")); },
                              {"No such file or directory", "none.safetensors"});
   refuses("abc", {"too short", path});
+  // A dtype safetensors defines and tiny lacks is refused by name.
+  refuses(safetensors_bytes("{\"q\":{\"dtype\":\"U16\",\"shape\":[1],\"data_offsets\":[0,2]}}",
+                            std::string(2, '\0')),
+          {"tensor \"q\"", "dtype U16", "no dtype"});
   refuses(safetensors_bytes(f32x2, "").substr(0, 30), {"header length is", "only 22 bytes"});
   refuses(std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8) + "{}", {"header length"});
   refuses(safetensors_bytes("[1]", ""), {"does not start with '{'"});

@@ -46,6 +46,9 @@ const char* safetensors_dtype(DType dtype) {
     case kBFloat16: return "BF16";
     case kInt64: return "I64";
     case kInt32: return "I32";
+    case kInt16: return "I16";
+    case kInt8: return "I8";
+    case kUInt8: return "U8";
     case kBool: return "BOOL";
   }
   throw RuntimeError("save_safetensors: unknown dtype");
@@ -57,7 +60,7 @@ DType dtype_from_safetensors(const std::string& name, const std::string& where) 
   for (DType d : kAllDTypes)
     if (name == safetensors_dtype(d)) return d;
   static const char* const kKnownElsewhere[] = {
-      "I8",      "U8",      "I16",     "U16",     "U32", "U64", "F8_E4M3",
+      "U16",     "U32",     "U64",     "F8_E4M3",
       "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "C64", "E8M0"};
   for (const char* known : kKnownElsewhere)
     if (name == known)

@@ -91,6 +91,9 @@ const char* npy_descr(DType dtype) {
     case kFloat16: return "<f2";
     case kInt64: return "<i8";
     case kInt32: return "<i4";
+    case kInt16: return "<i2";
+    case kInt8: return "|i1";
+    case kUInt8: return "|u1";
     case kBool: return "|b1";
     case kBFloat16: return "";
   }
@@ -267,6 +270,9 @@ class NpyDictReader {
     if (code == "f2") return kFloat16;
     if (code == "i8") return kInt64;
     if (code == "i4") return kInt32;
+    if (code == "i2") return kInt16;
+    if (code == "i1") return kInt8;
+    if (code == "u1") return kUInt8;
     if (code == "b1") return kBool;
     std::string numpy_name = descr;
     const bool digits = !size.empty() && size.find_first_not_of("0123456789") == std::string::npos;
@@ -279,7 +285,7 @@ class NpyDictReader {
     }
     throw TypeError("load_npy: '" + path_ + "' holds NumPy dtype " + numpy_name + " ('" + descr +
                     "'), which tiny has no dtype for (it reads float64, float32, float16, int64, "
-                    "int32 and bool)");
+                    "int32, int16, int8, uint8 and bool)");
   }
 
   std::string_view text_;

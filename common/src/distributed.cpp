@@ -332,6 +332,9 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::Float64: return MPI_DOUBLE;
     case DType::Int32: return MPI_INT32_T;
     case DType::Int64: return MPI_INT64_T;
+    case DType::Int16: return MPI_INT16_T;
+    case DType::Int8: return MPI_INT8_T;
+    case DType::UInt8: return MPI_UINT8_T;
     case DType::Float16:
     case DType::BFloat16: return MPI_UINT16_T;
     case DType::Bool: return MPI_UINT8_T;
@@ -421,9 +424,13 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::BFloat16: return ncclBfloat16;
     case DType::Int32: return ncclInt32;
     case DType::Int64: return ncclInt64;
+    case DType::Int8: return ncclInt8;
+    case DType::UInt8:
     case DType::Bool: return ncclUint8;
+    case DType::Int16: break;
   }
-  return ncclUint8;
+  throw TypeError(std::string("NCCL has no ") + dtype_name(dtype) +
+                  " type: convert the tensor (to int32, say) before the collective");
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::SUM ? ncclSum : ncclAvg; }

@@ -37,7 +37,9 @@ bool is_floating(DType d) {
   return d == kFloat32 || d == kFloat64 || d == kFloat16 || d == kBFloat16;
 }
 
-bool is_integral(DType d) { return d == kInt32 || d == kInt64; }
+bool is_integral(DType d) {
+  return d == kUInt8 || d == kInt8 || d == kInt16 || d == kInt32 || d == kInt64;
+}
 
 namespace {
 int promotion_rank(DType dtype) {
@@ -54,9 +56,10 @@ int promotion_rank(DType dtype) {
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   const int ra = promotion_rank(a), rb = promotion_rank(b);
-  // Two different types of one rank (float16 and bfloat16) trade range for precision in opposite
-  // directions; neither holds the other, so they meet in float32.
-  if (ra == rb) return kFloat32;
+  // Two different types of one rank hold values the other cannot: uint8 and int8 (the top half
+  // of one, the negatives of the other) meet in int16; float16 and bfloat16 (precision against
+  // range) meet in float32.
+  if (ra == rb) return is_floating(a) ? kFloat32 : kInt16;
   // Otherwise the types form a chain, and the result is the higher of the two.
   return ra > rb ? a : b;
 }

@@ -66,6 +66,9 @@ const char* cpp_type_name(DType dt) {
   switch (dt) {
     case kInt64: return "int64_t";
     case kInt32: return "int";
+    case kInt16: return "int16_t";
+    case kInt8: return "int8_t";
+    case kUInt8: return "uint8_t";
     case kFloat16: return "at::Half";
     case kBFloat16: return "at::BFloat16";
     case kFloat64: return "double";

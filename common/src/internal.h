@@ -33,6 +33,7 @@ constexpr int64_t kStreamBlock = 256;  // measured best of 64, 256 and 1024 in t
 /// arithmetic type; to bool means "not zero". A float to an integer type truncates; NaN, the
 /// infinities and values outside the type's range give its minimum, which is what x86's
 /// conversion instruction (and so PyTorch on a PC) gives, where a C++ cast would be undefined.
+/// Between integer types the low bits are kept (int64 300 is uint8 44), as in PyTorch.
 template <typename D, typename S> TINY_HD inline D convert(S s) {
   using A = opmath_t<S>;
   if constexpr (std::is_same_v<D, S>) {
@@ -41,8 +42,12 @@ template <typename D, typename S> TINY_HD inline D convert(S s) {
     return static_cast<A>(s) != A(0);
   } else if constexpr (std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>) {
     return D(static_cast<float>(static_cast<A>(s)));
+  } else if constexpr (std::is_integral_v<D> && sizeof(D) < 4 && std::is_floating_point_v<A>) {
+    // PyTorch truncates a float to int8 and int16 through int32, and to uint8 through int64
+    // (as NumPy does), then keeps the low bits: 300.0 is 44 in both 8-bit types, -1.0 is 255.
+    using Wide = std::conditional_t<std::is_signed_v<D>, int32_t, int64_t>;
+    return static_cast<D>(convert<Wide>(s));
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<A>) {
-    static_assert(std::is_signed_v<D>, "the library's integer dtypes are signed");
     const A a = static_cast<A>(s);
     constexpr D kMin = static_cast<D>(uint64_t(1) << (8 * sizeof(D) - 1));
     return truncation_fits<D>(a) ? static_cast<D>(a) : kMin;

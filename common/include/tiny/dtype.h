@@ -17,17 +17,21 @@ namespace tiny {
 /// rank). Everything below that depends on the set of dtypes (the enum, names, sizes, the C++
 /// type of each, dispatch, promotion) is generated from it, so adding a storage dtype is one line
 /// here plus, where it needs one, a conversion. The rank orders the types for promotion: a
-/// higher rank holds every value of a lower one, except that float16 and bfloat16 share a rank
-/// (neither holds the other; they meet in float32).
+/// higher rank holds every value of a lower one, except within the two ranks that hold two types
+/// each: neither of uint8 and int8 holds the other (they meet in int16), nor do float16 and
+/// bfloat16 (they meet in float32).
 // clang-format off
 #define TINY_FORALL_DTYPES(X)                     \
-  X(Float32, float, "float32", "Float", 4)        \
-  X(Float64, double, "float64", "Double", 5)      \
-  X(Float16, Half, "float16", "Half", 3)          \
-  X(BFloat16, BFloat16, "bfloat16", "BFloat16", 3) \
-  X(Int32, int32_t, "int32", "Int", 1)            \
-  X(Int64, int64_t, "int64", "Long", 2)           \
-  X(Bool, bool, "bool", "Bool", 0)
+  X(Float32, float, "float32", "Float", 6)        \
+  X(Float64, double, "float64", "Double", 7)      \
+  X(Float16, Half, "float16", "Half", 5)          \
+  X(BFloat16, BFloat16, "bfloat16", "BFloat16", 5) \
+  X(Int32, int32_t, "int32", "Int", 3)            \
+  X(Int64, int64_t, "int64", "Long", 4)           \
+  X(Bool, bool, "bool", "Bool", 0)                \
+  X(UInt8, uint8_t, "uint8", "Byte", 1)           \
+  X(Int8, int8_t, "int8", "Char", 1)              \
+  X(Int16, int16_t, "int16", "Short", 2)
 // clang-format on
 
 /// \cond INTERNAL
@@ -44,6 +48,9 @@ inline constexpr DType kBFloat16 = DType::BFloat16;  ///< torch.bfloat16
 inline constexpr DType kInt32 = DType::Int32;        ///< torch.int32
 inline constexpr DType kInt64 = DType::Int64;        ///< torch.int64, the default integer type
 inline constexpr DType kBool = DType::Bool;          ///< torch.bool
+inline constexpr DType kUInt8 = DType::UInt8;        ///< torch.uint8 (images, packed formats)
+inline constexpr DType kInt8 = DType::Int8;          ///< torch.int8 (quantised weights)
+inline constexpr DType kInt16 = DType::Int16;        ///< torch.int16
 
 /// \cond INTERNAL
 #define TINY_DTYPE_VALUE(NAME, CPP, STR, LEGACY, RANK) DType::NAME,
@@ -52,7 +59,7 @@ inline constexpr DType kBool = DType::Bool;          ///< torch.bool
 inline constexpr DType kAllDTypes[] = {TINY_FORALL_DTYPES(TINY_DTYPE_VALUE)};
 #undef TINY_DTYPE_VALUE
 
-/// Bytes per element: 4, 8, 2, 2, 4, 8, 1.
+/// Bytes per element: 4, 8, 2, 2, 4, 8, 1, 1, 1, 2.
 size_t element_size(DType dtype);
 /// PyTorch's short name: "float32", "bfloat16", "int64", "bool", ...
 const char* dtype_name(DType dtype);
@@ -60,7 +67,7 @@ const char* dtype_name(DType dtype);
 const char* dtype_legacy_name(DType dtype);
 /// True for the four floating-point types.
 bool is_floating(DType dtype);
-/// True for int32 and int64 (bool is its own category).
+/// True for the five integer types, uint8 to int64 (bool is its own category).
 bool is_integral(DType dtype);
 /// The smallest type both can be converted to without losing range (torch.promote_types).
 DType promote_types(DType a, DType b);

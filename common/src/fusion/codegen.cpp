@@ -22,7 +22,10 @@ const char* math_type(DType d) {
   switch (d) {
     case DType::Float64: return "double";
     case DType::Int64: return "long long";
-    case DType::Int32: return "int";
+    case DType::Int32:
+    case DType::Int16:
+    case DType::Int8:
+    case DType::UInt8: return "int";  // as C++ computes with them; stored back with their wrap
     case DType::Bool: return "bool";
     default: return "float";
   }
@@ -37,6 +40,9 @@ const char* storage_type(DType d) {
     case DType::BFloat16: return "unsigned short";
     case DType::Int32: return "int";
     case DType::Int64: return "long long";
+    case DType::Int16: return "short";
+    case DType::Int8: return "signed char";
+    case DType::UInt8: return "unsigned char";
     case DType::Bool: return "bool";
   }
   return "float";

@@ -11,6 +11,7 @@
 // (a graph of float32, 16-bit floats and bool), else double.
 #include "elementwise_ops.h"
 #include "fusion/graph.h"
+#include "internal.h"
 #include "tiny/float_formats.h"
 
 namespace tiny::detail::fusion {
@@ -54,11 +55,12 @@ template <typename H> Apply<H> apply_for(const Value& v) {
   throw RuntimeError(std::string("compile(): no interpreter loop for ") + v.kernel->info.name);
 }
 
-// A value rounded as the generated code's variable of its dtype would hold it.
+// A value rounded as the generated code's variable of its dtype would hold it: a cast's result
+// is the element a store would write (2.7 held as int32 is 2; 300 held as uint8 is 44).
 template <typename H> H as_held(H x, DType d) {
-  if (d == kBool) return x != 0 ? H(1) : H(0);
-  if (d == kFloat64 || d == kInt32 || d == kInt64) return x;
-  return static_cast<H>(static_cast<float>(x));
+  if (d == kFloat64) return x;
+  if (d == kFloat32 || d == kFloat16 || d == kBFloat16) return static_cast<H>(static_cast<float>(x));
+  return dispatch_dtype(d, [&]<typename T>() { return static_cast<H>(convert<T>(x)); });
 }
 
 // `count` elements `stride` apart, converted to H.
@@ -81,6 +83,9 @@ template <typename H> void load(const char* base, DType d, int64_t stride, int64
                                    [](uint16_t x) { return bfloat16_bits_to_float(x); });
     case DType::Int32: return load_run<H, int32_t>(base, stride, count, out, same);
     case DType::Int64: return load_run<H, int64_t>(base, stride, count, out, same);
+    case DType::Int16: return load_run<H, int16_t>(base, stride, count, out, same);
+    case DType::Int8: return load_run<H, int8_t>(base, stride, count, out, same);
+    case DType::UInt8: return load_run<H, uint8_t>(base, stride, count, out, same);
     case DType::Bool:
       return load_run<H, bool>(base, stride, count, out, [](bool x) { return x ? 1 : 0; });
   }
@@ -102,9 +107,11 @@ template <typename H> void store(char* base, DType d, int64_t count, const H* in
     case DType::BFloat16:
       return store_run<uint16_t>(base, count, in,
                                  [](H x) { return float_to_bfloat16_bits(float(x)); });
-    case DType::Int32: return store_run<int32_t>(base, count, in, [](H x) { return int32_t(x); });
-    case DType::Int64: return store_run<int64_t>(base, count, in, [](H x) { return int64_t(x); });
     case DType::Bool: return store_run<bool>(base, count, in, [](H x) { return x != 0; });
+    default:  // the integer types, converted as every cast in the library converts
+      return dispatch_dtype(d, [&]<typename T>() {
+        store_run<T>(base, count, in, [](H x) { return convert<T>(x); });
+      });
   }
 }
 

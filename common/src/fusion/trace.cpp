@@ -44,6 +44,13 @@ int Tracer::push(Value v, const Tensor& t) {
 
 void Tracer::on_cast(const Tensor& source, const Tensor& result) {
   if (!failure_.empty()) return;
+  // A float converted to an integer type follows x86's rules where it does not fit (see
+  // detail::convert); generated code would leave that to the C++ cast, which is undefined there.
+  if (is_floating(source.dtype()) && is_integral(result.dtype())) {
+    fail(std::string("to(") + dtype_name(result.dtype()) + ") converts " +
+         dtype_name(source.dtype()) + " to an integer type, which runs eagerly");
+    return;
+  }
   Value v;
   v.kind = Value::Kind::Cast;
   v.dtype = result.dtype();
