@@ -16,7 +16,8 @@ TEST(DType, SizesAndNames) {
   const std::pair<DType, std::pair<size_t, const char*>> expected[] = {
       {kFloat32, {4, "float32"}},   {kFloat64, {8, "float64"}}, {kFloat16, {2, "float16"}},
       {kBFloat16, {2, "bfloat16"}}, {kInt32, {4, "int32"}},     {kInt64, {8, "int64"}},
-      {kBool, {1, "bool"}}};
+      {kBool, {1, "bool"}},         {kUInt8, {1, "uint8"}},     {kInt8, {1, "int8"}},
+      {kInt16, {2, "int16"}}};
   for (const auto& [dt, info] : expected) {
     EXPECT_EQ(element_size(dt), info.first);
     EXPECT_STREQ(dtype_name(dt), info.second);
@@ -31,8 +32,36 @@ TEST(DType, PromotionMatchesPyTorch) {
   EXPECT_EQ(promote_types(kInt32, kInt64), kInt64);
   EXPECT_EQ(promote_types(kBool, kInt32), kInt32);
   EXPECT_EQ(promote_types(kFloat32, kFloat64), kFloat64);
+  // The small integers: neither 8-bit type holds the other, and they meet in int16.
+  EXPECT_EQ(promote_types(kUInt8, kInt8), kInt16);
+  EXPECT_EQ(promote_types(kUInt8, kBool), kUInt8);
+  EXPECT_EQ(promote_types(kUInt8, kInt16), kInt16);
+  EXPECT_EQ(promote_types(kInt8, kInt32), kInt32);
+  EXPECT_EQ(promote_types(kInt16, kFloat16), kFloat16);
+  EXPECT_EQ(promote_types(kUInt8, kBFloat16), kBFloat16);
   for (DType a : kAllDTypes)
     for (DType b : kAllDTypes) EXPECT_EQ(promote_types(a, b), promote_types(b, a));
+}
+
+// Floats into the small integer types, as PyTorch 1.13 converts them on x86
+// (torch.tensor([...]).to(torch.uint8) and so on): int8 and int16 through int32, uint8 through
+// int64, then the low bits; out of the wide type's range is its minimum, whose low bits are 0.
+TEST(DType, FloatsIntoSmallIntegersAsPyTorch) {
+  const std::vector<double> v = {300.0, -1.0, -129.5, 1e10, -1e10, NAN, INFINITY, 70000.7,
+                                 -40000.2, 255.9, 2147483905.0, -2147483905.0};
+  const Tensor x = from_vector<double>(v, {12});
+  auto as = [&](DType d) {
+    const Tensor r = x.to(d).to(kInt64);
+    return std::vector<int64_t>(r.data<int64_t>(), r.data<int64_t>() + 12);
+  };
+  EXPECT_EQ(as(kUInt8), (std::vector<int64_t>{44, 255, 127, 0, 0, 0, 0, 112, 192, 255, 1, 255}));
+  EXPECT_EQ(as(kInt8), (std::vector<int64_t>{44, -1, 127, 0, 0, 0, 0, 112, -64, -1, 0, 0}));
+  EXPECT_EQ(as(kInt16),
+            (std::vector<int64_t>{300, -1, -129, 0, 0, 0, 0, 4464, 25536, 255, 0, 0}));
+  // Between integer types the low bits are kept.
+  const Tensor i = from_vector<int64_t>({300, -1, -129, 70000}, {4});
+  EXPECT_TRUE(equal(i.to(kUInt8).to(kInt64), from_vector<int64_t>({44, 255, 127, 112}, {4})));
+  EXPECT_TRUE(equal(i.to(kInt8).to(kInt64), from_vector<int64_t>({44, -1, 127, 112}, {4})));
 }
 
 // truncation_fits against its definition, checked in long double (which holds every value

@@ -248,6 +248,10 @@ TEST(Ops, ErrorsAreClearAndLeaveOperandsUntouched) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { gelu(tensor({1})); }, "not implemented for 'Long'"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { tensor({2}).pow(-1); },
                                         "Integers to negative integer powers are not allowed."));
+  // With any bool operand, a bool number included, subtraction is refused (PyTorch's text).
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { tensor({1.5}) - true; },
+                                        "Subtraction, the `-` operator, with a bool tensor"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { 2 - flags; }, "with a bool tensor"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { add(a, Tensor()); }, "undefined tensor"));
 }
 
@@ -314,4 +318,22 @@ TEST(Ops, NonFiniteNumbersAndOneSidedIntegerClamps) {
   EXPECT_EQ(ints.clamp(std::nullopt, 2).tolist(), (std::vector<double>{1, 2, -3}));
   EXPECT_EQ(ints.clamp(0).dtype(), kInt64);
   EXPECT_EQ(tensor({1, 5, -3}, kInt32).clamp(0).tolist(), (std::vector<double>{1, 5, 0}));
+}
+
+// Integer powers as PyTorch computes them: a negative exponent inside a tensor gives 0, except
+// for the bases 1 and -1 (only a negative number as the exponent is refused), and the result
+// wraps in the integer type (3 ** 120 in int64 and 5 ** 5 in int8, PyTorch 1.13's values).
+TEST(Ops, IntegerPowersWrapAndNegativeExponentsGiveZero) {
+  const Tensor base = tensor({2, -1, 1, -1, 0});
+  EXPECT_EQ(base.pow(tensor({-1, -3, -2, -2, 3})).tolist(),
+            (std::vector<double>{0, -1, 1, 1, 0}));
+  const Tensor big = pow(3, tensor({5, -7, 120}));
+  EXPECT_EQ(big.dtype(), kInt64);
+  EXPECT_EQ(big.data<int64_t>()[2], 6985361111267558497);
+  EXPECT_EQ(big.data<int64_t>()[0], 243);
+  const Tensor small = tensor({5}).to(kInt8).pow(tensor({5}).to(kInt8));
+  EXPECT_EQ(small.dtype(), kInt8);
+  EXPECT_EQ(small.data<int8_t>()[0], 53);  // 3125 mod 256
+  EXPECT_EQ(pow(2.5, tensor({2})).item(), 6.25);  // a float number makes the result float32
+  EXPECT_EQ(pow(2.5, tensor({2})).dtype(), kFloat32);
 }

@@ -271,13 +271,23 @@ struct Pow : OpBase {
   TINY_MATH_ONLY(2, pow(x, y))
   template <typename T> TINY_HD TINY_INLINE T operator()(T base, T exponent) const {
     if constexpr (std::is_integral_v<T>) {
-      T result = 1;  // square and multiply; negative exponents were refused before
-      while (exponent > 0) {
-        if (exponent & 1) result *= base;
-        base *= base;
-        exponent >>= 1;
+      // A negative power of an integer is 0 (1 / base truncated), except for 1 and -1, as in
+      // PyTorch; pow with a negative number as the exponent was refused before.
+      if (exponent < 0) {
+        if (base == T(1)) return T(1);
+        if constexpr (std::is_signed_v<T>)
+          if (base == T(-1)) return (exponent & 1) ? T(-1) : T(1);
+        return T(0);
       }
-      return result;
+      // Square and multiply, wrapping as PyTorch's integers wrap: in the unsigned type of the
+      // same width, where overflow is defined (in the signed type it would not be).
+      using U = std::make_unsigned_t<T>;
+      U result = 1, b = static_cast<U>(base);
+      for (U e = static_cast<U>(exponent); e != 0; e >>= 1) {
+        if (e & 1) result = static_cast<U>(result * b);
+        b = static_cast<U>(b * b);
+      }
+      return static_cast<T>(result);
     } else {
       return math(base, exponent);
     }

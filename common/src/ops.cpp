@@ -49,12 +49,22 @@ ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
   return {alpha.to_double()};
 }
 
-void refuse_bool_sub(const Tensor& a, const Tensor& b) {
-  if (a.dtype() == kBool && b.dtype() == kBool)
+// PyTorch refuses subtraction with any bool operand (a bool number counts), with one text for
+// two bools and another for one.
+void refuse_bool_sub(bool a_is_bool, bool b_is_bool) {
+  if (a_is_bool && b_is_bool)
     throw RuntimeError(
         "Subtraction, the `-` operator, with two bool tensors is not supported. "
         "Use the `^` or `logical_xor()` operator instead.");
+  if (a_is_bool || b_is_bool)
+    throw RuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+        "to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
+void refuse_bool_sub(const Tensor& a, const Tensor& b) {
+  refuse_bool_sub(a.dtype() == kBool, b.dtype() == kBool);
+}
+bool is_bool(Scalar s) { return s.kind() == Scalar::Kind::Bool; }
 
 // pow with a number: the common fixed exponents of a float run a cheaper kernel with the same
 // values (std::pow costs some 20 ns per element, enough to dominate a backward pass through
@@ -70,8 +80,11 @@ detail::Call pow_scalar_call(const Tensor& a, const Tensor& exponent, double e) 
   return call;
 }
 
-void refuse_negative_integer_powers(const Tensor& a, const Tensor& b) {
-  if (is_integral(result_type(a, b)) && sum(lt(b, scalar_tensor(0, b.dtype()))).item() > 0)
+// An integer tensor to a negative number's power: PyTorch refuses it (a negative exponent in a
+// tensor is computed, and gives 0 for most bases).
+void refuse_negative_integer_powers(const Tensor& a, Scalar exponent) {
+  if (is_integral(result_type(a, exponent)) && exponent.kind() != Scalar::Kind::Float &&
+      exponent.to_double() < 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
 }
 
@@ -84,6 +97,9 @@ const char* type_meta_name(DType d) {
     case DType::BFloat16: return "c10::BFloat16";
     case DType::Int32: return "int";
     case DType::Int64: return "long int";
+    case DType::Int16: return "short int";
+    case DType::Int8: return "signed char";
+    case DType::UInt8: return "unsigned char";
     case DType::Bool: return "bool";
   }
   return "?";
@@ -135,14 +151,15 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 }
 Tensor mul(const Tensor& a, const Tensor& b) { return run(OpId::mul, {&a, &b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return run(OpId::div, {&a, &b}); }
-Tensor pow(const Tensor& a, const Tensor& b) {
-  refuse_negative_integer_powers(a, b);
-  return run(OpId::pow, {&a, &b});
-}
+Tensor pow(const Tensor& a, const Tensor& b) { return run(OpId::pow, {&a, &b}); }
 Tensor pow(const Tensor& a, Scalar b) {
+  refuse_negative_integer_powers(a, b);
   const Tensor e = wrap(a, b);
-  refuse_negative_integer_powers(a, e);
   return detail::run(pow_scalar_call(a, e, b.to_double()));
+}
+Tensor pow(Scalar a, const Tensor& b) {
+  const Tensor base = wrap(b, a);
+  return run(OpId::pow, {&base, &b});
 }
 Tensor maximum(const Tensor& a, const Tensor& b) { return run(OpId::maximum, {&a, &b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return run(OpId::minimum, {&a, &b}); }
@@ -221,12 +238,11 @@ Tensor div_out(const Tensor& out, const Tensor& a, const Tensor& b) {
   return run_out(out, OpId::div, {&a, &b});
 }
 Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b) {
-  refuse_negative_integer_powers(a, b);
   return run_out(out, OpId::pow, {&a, &b});
 }
 Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b) {
+  refuse_negative_integer_powers(a, b);
   const Tensor e = wrap(a, b);
-  refuse_negative_integer_powers(a, e);
   detail::Call call = pow_scalar_call(a, e, b.to_double());
   call.out = &out;
   return detail::run(call);
@@ -305,18 +321,20 @@ Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
   refuse_bool_sub(*this, other);
   return run_inplace(*this, OpId::sub, {this, &other}, alpha_of(*this, other, alpha));
 }
-Tensor& Tensor::sub_(Scalar other) { return sub_(wrap(*this, other)); }
+Tensor& Tensor::sub_(Scalar other) {
+  refuse_bool_sub(dtype() == kBool, is_bool(other));
+  return sub_(wrap(*this, other));
+}
 Tensor& Tensor::mul_(const Tensor& other) { return run_inplace(*this, OpId::mul, {this, &other}); }
 Tensor& Tensor::mul_(Scalar other) { return mul_(wrap(*this, other)); }
 Tensor& Tensor::div_(const Tensor& other) { return run_inplace(*this, OpId::div, {this, &other}); }
 Tensor& Tensor::div_(Scalar other) { return div_(wrap(*this, other)); }
 Tensor& Tensor::pow_(const Tensor& exponent) {
-  refuse_negative_integer_powers(*this, exponent);
   return run_inplace(*this, OpId::pow, {this, &exponent});
 }
 Tensor& Tensor::pow_(Scalar exponent) {
+  refuse_negative_integer_powers(*this, exponent);
   const Tensor e = wrap(*this, exponent);
-  refuse_negative_integer_powers(*this, e);
   detail::Call call = pow_scalar_call(*this, e, exponent.to_double());
   call.out = this;
   call.inplace = true;
@@ -467,7 +485,10 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 Tensor operator+(const Tensor& a, Scalar b) { return add(a, wrap(a, b)); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, wrap(a, b)); }
+Tensor operator-(const Tensor& a, Scalar b) {
+  refuse_bool_sub(a.dtype() == kBool, is_bool(b));
+  return sub(a, wrap(a, b));
+}
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, wrap(a, b)); }
 Tensor operator/(const Tensor& a, Scalar b) { return div(a, wrap(a, b)); }
 Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(b, a), b); }
@@ -475,7 +496,7 @@ Tensor operator+(Scalar a, const Tensor& b) { return add(wrap(b, a), b); }
 // reciprocal times the number: PyTorch's graph and PyTorch's roundings.
 Tensor operator-(Scalar a, const Tensor& b) {
   const Tensor n = wrap(b, a);
-  refuse_bool_sub(n, b);
+  refuse_bool_sub(is_bool(a), b.dtype() == kBool);
   return run(OpId::rsub, {&b, &n}, {1.0});
 }
 Tensor operator*(Scalar a, const Tensor& b) { return mul(wrap(b, a), b); }

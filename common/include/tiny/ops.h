@@ -37,6 +37,7 @@ Tensor mul(const Tensor& a, const Tensor& b);                    ///< a * b
 Tensor div(const Tensor& a, const Tensor& b);      ///< a / b, true division (integers give float32)
 Tensor pow(const Tensor& a, const Tensor& b);      ///< a ** b
 Tensor pow(const Tensor& a, Scalar b);             ///< a ** b
+Tensor pow(Scalar a, const Tensor& b);             ///< a number to the tensor's powers, 2 ** t
 Tensor maximum(const Tensor& a, const Tensor& b);  ///< elementwise max (NaN propagates)
 Tensor minimum(const Tensor& a, const Tensor& b);  ///< elementwise min (NaN propagates)
 /// start + weight * (end - start), as one fused multiply-add (exactly `end` at weight 1).
