@@ -92,20 +92,33 @@ constexpr int64_t kThreshold = 1000;  // more elements than this are summarised 
 constexpr int64_t kEdgeItems = 3;     // elements shown at each end when summarising
 constexpr size_t kLineWidth = 80;
 
+// One element to print: floats as a double, integers and bools exactly (an int64 above 2^53
+// does not survive a double).
+struct Element {
+  double f = 0;
+  int64_t i = 0;
+};
+
+// The element of a 0-dim tensor; integer tensors come here converted to int64.
+Element element(const Tensor& t) {
+  if (t.dtype() == kInt64) return {0, *t.data<int64_t>()};
+  return {t.item(), 0};
+}
+
 // Decides, from all the values to be shown, one notation and one width for every element, so
 // that columns line up: integers as "2." when every float is whole, fixed "0.3333", or
 // scientific "5.0000e-01" when magnitudes span more than 1000x or leave [1e-4, 1e8].
 class ElementFormatter {
  public:
-  ElementFormatter(DType dtype, const std::vector<double>& values)
+  ElementFormatter(DType dtype, const std::vector<Element>& values)
       : floating_(is_floating(dtype)), bool_(dtype == kBool) {
     if (!floating_) {
-      for (double v : values) width_ = std::max(width_, raw(v).size());
+      for (const Element& v : values) width_ = std::max(width_, raw(v).size());
       return;
     }
     std::vector<double> finite;
-    for (double v : values)
-      if (std::isfinite(v) && v != 0) finite.push_back(v);
+    for (const Element& e : values)
+      if (std::isfinite(e.f) && e.f != 0) finite.push_back(e.f);
     if (finite.empty()) return;
     double lo = INFINITY, hi = 0;
     for (double v : finite) {
@@ -127,9 +140,10 @@ class ElementFormatter {
 
   size_t width() const { return width_; }
 
-  std::string format(double v) const {
+  std::string format(const Element& e) const {
+    const double v = e.f;
     std::string s;
-    if (!floating_) s = raw(v);
+    if (!floating_) s = raw(e);
     else if (sci_mode_) s = sci(v);
     else if (int_mode_) s = strprintf("%.0f", v) + (std::isfinite(v) ? "." : "");
     else s = strprintf("%.*f", kPrecision, v);
@@ -140,9 +154,9 @@ class ElementFormatter {
 
  private:
   // Integers and bools print as Python prints them.
-  std::string raw(double v) const {
-    if (bool_) return v != 0 ? "True" : "False";
-    return std::to_string(static_cast<int64_t>(v));
+  std::string raw(const Element& e) const {
+    if (bool_) return e.i != 0 ? "True" : "False";
+    return std::to_string(e.i);
   }
   static std::string sci(double v) {
     if (std::isnan(v)) return "nan";
@@ -158,9 +172,9 @@ class ElementFormatter {
 };
 
 // The values that will be printed: everything, or only the edges when summarising.
-void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
+void collect(const Tensor& t, bool summarize, std::vector<Element>& out) {
   if (t.dim() == 0) {
-    out.push_back(t.item());
+    out.push_back(element(t));
     return;
   }
   const int64_t n = t.size(0);
@@ -180,7 +194,7 @@ std::string vector_str(const Tensor& t, size_t indent, bool summarize, const Ele
       data.push_back(" ...");
       i = n - kEdgeItems;
     }
-    data.push_back(f.format(t.select(0, i).item()));
+    data.push_back(f.format(element(t.select(0, i))));
   }
   std::string out = "[";
   for (size_t i = 0; i < data.size(); ++i) {
@@ -191,7 +205,7 @@ std::string vector_str(const Tensor& t, size_t indent, bool summarize, const Ele
 }
 
 std::string tensor_str(const Tensor& t, size_t indent, bool summarize, const ElementFormatter& f) {
-  if (t.dim() == 0) return f.format(t.item());
+  if (t.dim() == 0) return f.format(element(t));
   if (t.dim() == 1) return vector_str(t, indent, summarize, f);
   std::vector<std::string> slices;
   const int64_t n = t.size(0);
@@ -214,7 +228,9 @@ std::string tensor_str(const Tensor& t, size_t indent, bool summarize, const Ele
 std::string format_tensor(const Tensor& tensor) {
   if (!tensor.defined()) return "tensor(undefined)";
   // A GPU tensor is printed from one copy of its values (and printing it waits for them).
-  const Tensor t = tensor.detach().cpu();  // the tensor itself when it is on the CPU
+  // Integers and bools are read as int64, which holds each of them exactly.
+  Tensor t = tensor.detach().cpu();  // the tensor itself when it is on the CPU
+  if (!is_floating(t.dtype())) t = t.to(kInt64);
   const std::string prefix = "tensor(";
   const size_t indent = prefix.size();
   std::vector<std::string> suffixes;
@@ -225,13 +241,16 @@ std::string format_tensor(const Tensor& tensor) {
     if (t.dim() != 1) suffixes.push_back("size=" + format_tuple(t.shape()));
   } else {
     const bool summarize = t.numel() > kThreshold;
-    std::vector<double> values;
+    std::vector<Element> values;
     collect(t, summarize, values);
-    const ElementFormatter f(t.dtype(), values);
+    const ElementFormatter f(tensor.dtype(), values);
     body = tensor_str(t, indent, summarize, f);
   }
-  if (t.dtype() != kFloat32 && t.dtype() != kInt64 && t.dtype() != kBool)
-    suffixes.push_back(std::string("dtype=torch.") + dtype_name(t.dtype()));
+  // The dtype is named unless the values already say it (float32 and int64 are the defaults, and
+  // True/False can only be bool), which an empty tensor cannot: PyTorch names it there.
+  const DType d = tensor.dtype();
+  if ((d != kFloat32 && d != kInt64 && d != kBool) || (t.numel() == 0 && d != kFloat32))
+    suffixes.push_back(std::string("dtype=torch.") + dtype_name(d));
   if (tensor.grad_fn()) suffixes.push_back("grad_fn=<" + tensor.grad_fn()->name() + ">");
   else if (tensor.requires_grad()) suffixes.push_back("requires_grad=True");
   // Suffixes go on the last line, or on a new one if the line would pass 80 characters.
