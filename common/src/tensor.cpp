@@ -423,6 +423,9 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   end = wrap_dim(end, dim());
   if (start > end)
     throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
+  // Nothing to merge: PyTorch returns the tensor itself, strides and all (a reshape would give
+  // an empty tensor fresh strides).
+  if (start == end) return *this;
   Shape shape(shape_.begin(), shape_.begin() + start);
   // Beside a 0 elsewhere the merged sizes can multiply past int64; PyTorch wraps the product
   // silently (to 0 for 2^62 * 2^62), tiny refuses it.
