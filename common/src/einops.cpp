@@ -15,6 +15,8 @@ namespace tiny {
 namespace {
 
 const std::string kEllipsis = "...";
+// The ellipsis inside parentheses, "(...)" or "(a ...)": its dimensions merged into one.
+const std::string kMergedEllipsis = "(...)";
 
 // One side of a pattern: a list of groups, each a list of axis names. A plain name is a group of
 // one; "(h w)" a group of two; "()" or "1" an empty group (a dimension of size 1); "..." a group
@@ -39,8 +41,8 @@ Groups parse_side(const std::string& side) {
   size_t i = 0;
   auto add = [&](const std::string& token) {
     if (token == kEllipsis) {
-      if (open) throw PatternError{"an ellipsis inside parentheses is not supported"};
-      groups.push_back({kEllipsis});
+      if (open) open->push_back(kMergedEllipsis);
+      else groups.push_back({kEllipsis});
     } else if (token == "1") {
       if (open) throw PatternError{"'1' is not allowed inside parentheses"};
       groups.push_back({});
@@ -100,22 +102,34 @@ std::string set_str(const std::set<std::string>& s) {
   return out + "}";
 }
 
-// Replaces the ellipsis group by `count` groups named "...0", "...1", ...
+bool merges_ellipsis(const std::vector<std::string>& g) {
+  return std::find(g.begin(), g.end(), kMergedEllipsis) != g.end();
+}
+
+// Replaces the ellipsis by `count` axes named "...0", "...1", ...: as many groups where it
+// stands alone, as many names in its group where it is inside parentheses.
 Groups expand_ellipsis(const Groups& groups, int64_t count) {
   Groups out;
   for (const auto& g : groups) {
     if (g.size() == 1 && g[0] == kEllipsis) {
       for (int64_t k = 0; k < count; ++k) out.push_back({kEllipsis + std::to_string(k)});
     } else {
-      out.push_back(g);
+      std::vector<std::string> group;
+      for (const auto& n : g) {
+        if (n != kMergedEllipsis) group.push_back(n);
+        else
+          for (int64_t k = 0; k < count; ++k) group.push_back(kEllipsis + std::to_string(k));
+      }
+      out.push_back(group);
     }
   }
   return out;
 }
 
 bool has_ellipsis(const Groups& groups) {
-  return std::any_of(groups.begin(), groups.end(),
-                     [](const auto& g) { return g.size() == 1 && g[0] == kEllipsis; });
+  return std::any_of(groups.begin(), groups.end(), [](const auto& g) {
+    return (g.size() == 1 && g[0] == kEllipsis) || merges_ellipsis(g);
+  });
 }
 
 std::string sizes_str(const AxisSizes& sizes) {
@@ -123,6 +137,45 @@ std::string sizes_str(const AxisSizes& sizes) {
   for (const auto& [k, v] : sizes)
     out += (out.size() > 1 ? ", '" : "'") + k + "': " + std::to_string(v);
   return out + "}";
+}
+
+// max or min over `dims`, one dimension at a time, last first so that the others keep their
+// numbers. min is max on values turned upside down by a map that reverses their order exactly:
+// -x for floats, and -1 - x (the bits' complement) for integers, which never overflows. bool
+// goes through uint8.
+Tensor extreme(Tensor t, std::vector<int64_t> dims, const std::string& which) {
+  const bool is_min = which == "min";
+  const DType dtype = t.dtype();
+  if (is_min && dtype == kBool) t = t.to(kUInt8);
+  const bool floating = is_floating(t.dtype());
+  auto flip = [&](const Tensor& v) { return floating ? -v : Scalar(int64_t(-1)) - v; };
+  if (is_min) t = flip(t);
+  std::sort(dims.rbegin(), dims.rend());
+  for (int64_t d : dims) t = max(t, d).values;
+  if (is_min) t = flip(t);
+  return t.to(dtype);
+}
+
+// The product over `dims`: they move last and merge into one, whose slices are multiplied in
+// order. Integers and bool multiply in int64, as torch.prod does.
+Tensor product(const Tensor& x, const std::vector<int64_t>& dims) {
+  const Tensor t = is_floating(x.dtype()) ? x : x.to(kInt64);
+  std::vector<int64_t> order;
+  Shape kept;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+      order.push_back(d);
+      kept.push_back(t.size(d));
+    }
+  order.insert(order.end(), dims.begin(), dims.end());
+  int64_t length = 1;
+  for (int64_t d : dims) length *= t.size(d);
+  Shape rows = kept;
+  rows.push_back(length);
+  const Tensor flat = t.permute(order).reshape(rows);
+  Tensor acc = ones(kept, t.dtype(), t.device());
+  for (int64_t i = 0; i < flat.size(-1); ++i) acc = acc * flat.select(-1, i);
+  return acc;
 }
 
 // The shared work of rearrange and reduce: split the input's dimensions into elementary axes,
@@ -138,6 +191,8 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     Groups right = parse_side(pattern.substr(arrow + 2));
     check_unique(left);
     check_unique(right);
+    if (std::any_of(left.begin(), left.end(), merges_ellipsis))
+      throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed"};
     if (has_ellipsis(right) && !has_ellipsis(left))
       throw PatternError{"Ellipsis found in right side, but not left side of a pattern"};
 
@@ -213,10 +268,11 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     if (!reduce_dims.empty()) {
       if (reduction == "sum") t = sum(t, reduce_dims);
       else if (reduction == "mean") t = mean(t, reduce_dims);
-      else if (reduction == "max") {
-        std::sort(reduce_dims.rbegin(), reduce_dims.rend());  // last first, so dims stay valid
-        for (int64_t d : reduce_dims) t = max(t, d).values;
-      } else throw PatternError{"Unknown reduction '" + reduction + "' (use sum, mean or max)"};
+      else if (reduction == "max" || reduction == "min") t = extreme(t, reduce_dims, reduction);
+      else if (reduction == "prod") t = product(t, reduce_dims);
+      else
+        throw PatternError{"Unknown reduction '" + reduction +
+                           "' (use sum, mean, max, min or prod)"};
     }
 
     // Order as the right side lists its axes, then merge its groups.

@@ -4,7 +4,7 @@
 /// A pattern names each dimension: "batch seq hidden -> batch hidden". Parentheses group
 /// dimensions that are split or merged ("... (heads hidden1) -> ... heads hidden1"), "..."
 /// stands for any number of unnamed leading dimensions, and a name missing on the right of
-/// reduce or einsum is summed (or averaged, or maxed) away.
+/// reduce or einsum is summed (or averaged, maxed, minned or multiplied) away.
 #pragma once
 #include <map>
 #include <string>
@@ -19,7 +19,8 @@ using AxisSizes = std::map<std::string, int64_t>;
 
 /// Reorders, splits and merges dimensions; a view when the strides allow, else a copy.
 Tensor rearrange(const Tensor& x, const std::string& pattern, const AxisSizes& sizes = {});
-/// Like rearrange, reducing the dimensions missing on the right with "sum", "mean" or "max".
+/// Like rearrange, reducing the dimensions missing on the right with "sum", "mean", "max", "min"
+/// or "prod".
 Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& reduction,
               const AxisSizes& sizes = {});
 /// Multiplies and sums over named dimensions:
