@@ -179,14 +179,15 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// A reshape of a fresh product, recorded as PyTorch names it.
-Tensor unsafe_view(const Tensor& t, const Shape& shape) {
+// A reshape of a fresh product, recorded as PyTorch names it: its _unsafe_view
+// (UnsafeViewBackward0), or the in-place squeeze_(0) of 1-D @ 2-D (SqueezeBackward3).
+Tensor unsafe_view(const Tensor& t, const Shape& shape, const char* node = "UnsafeViewBackward0") {
   Tensor out = t.detach().view(shape);
   if (detail::should_record({&t})) {
     const Shape in = t.shape();
     detail::record(
-        out, "UnsafeViewBackward0", {t},
-        [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; }, 0, 0);
+        out, node, {t}, [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; }, 0,
+        0);
   }
   return out;
 }
@@ -212,16 +213,22 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   const int64_t K = a.size(-1);
   if (a.dim() == 1 && b.dim() == 1) return product("DotBackward0", a, b);
   if (a.dim() == 2 && b.dim() == 1) return product("MvBackward0", a, b);
-  if (a.dim() == 1 && b.dim() == 2) return matmul(a.unsqueeze(0), b).squeeze(0);
-  const int64_t N = b.size(-1);
+  // Each case below computes as PyTorch's matmul does, so that the graph's nodes carry its
+  // names (tests/fixtures/parity/nodes.txt holds them for every pair of ranks).
+  if (a.dim() == 1 && b.dim() == 2)
+    return unsafe_view(product("MmBackward0", a.unsqueeze(0), b), {b.size(1)},
+                       "SqueezeBackward3");
   if (a.dim() == 2 && b.dim() == 2) return product("MmBackward0", a, b);
-  if (b.dim() == 2) {  // (..., M, K) @ (K, N): fold the batch into the rows
+  if (b.dim() <= 2) {  // (..., M, K) @ (K, N) or (K): fold the batch into the rows
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
-    out_shape.push_back(N);
+    if (b.dim() == 2) out_shape.push_back(b.size(1));
     // The rows are counted, not inferred: with K = 0, reshape({-1, 0}) is ambiguous.
     const int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
-    return unsafe_view(product("MmBackward0", a.reshape({rows, K}), b), out_shape);
+    const Tensor columns = b.dim() == 1 ? b.unsqueeze(1) : b;
+    return unsafe_view(product("MmBackward0", a.reshape({rows, K}), columns), out_shape);
   }
+  // (M, K) @ (..., K, N): the transposed product folds, and its transpose is made contiguous.
+  if (a.dim() == 2) return matmul(b.transpose(-2, -1), a.t()).transpose(-2, -1).contiguous();
   // Batched: broadcast the batch dimensions, then one batched product.
   const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
   const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
@@ -231,21 +238,16 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   Shape xs = batch, ys = batch, out_shape = batch;
   xs.insert(xs.end(), {M, K});
   ys.insert(ys.end(), {K, Ny});
-  out_shape.insert(out_shape.end(), {M, Ny});
-  Tensor out;
-  if (!detail::should_record({&x, &y})) {
-    out =
-        product_values(x.expand(xs), y.expand(ys));  // the backend reads expanded operands in place
-  } else {
-    // The graph has PyTorch's shape: the batch flattened into one dimension, BmmBackward0.
-    const int64_t nb = shape_numel(batch);
-    const Tensor x3 = (x.shape() == xs ? x : x.expand(xs)).reshape({nb, M, K});
-    const Tensor y3 = (y.shape() == ys ? y : y.expand(ys)).reshape({nb, K, Ny});
-    out = unsafe_view(product("BmmBackward0", x3, y3), out_shape);
-  }
-  if (a.dim() == 1) out = out.squeeze(-2);
-  if (b.dim() == 1) out = out.squeeze(-1);
-  return out;
+  // A 1-D operand's added dimension is left out of the result.
+  if (a.dim() > 1) out_shape.push_back(M);
+  if (b.dim() > 1) out_shape.push_back(Ny);
+  if (!detail::should_record({&x, &y}))  // the backend reads expanded operands in place
+    return product_values(x.expand(xs), y.expand(ys)).view(out_shape);
+  // The graph has PyTorch's shape: the batch flattened into one dimension, BmmBackward0.
+  const int64_t nb = shape_numel(batch);
+  const Tensor x3 = (x.shape() == xs ? x : x.expand(xs)).reshape({nb, M, K});
+  const Tensor y3 = (y.shape() == ys ? y : y.expand(ys)).reshape({nb, K, Ny});
+  return unsafe_view(product("BmmBackward0", x3, y3), out_shape);
 }
 
 Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
