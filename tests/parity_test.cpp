@@ -1,0 +1,457 @@
+// The PyTorch parity suite: the library run over the cases tests/fixtures/parity/make_parity.py ran
+// through real PyTorch, each answer compared exactly (dtypes, every value's bits as a double,
+// printed text, node names, error classes and messages). The fixtures name the PyTorch that
+// answered (1.13, whose node names the project's record of PyTorch facts also gives). Every case
+// must match; the README's "How close to PyTorch" table is this suite's count
+// (Parity.TheReadmeTableIsTheSuites).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tiny/tiny.h"
+
+using namespace tiny;
+
+namespace {
+
+// ---- reading the fixtures ---------------------------------------------------------------------
+
+struct Case {
+  std::string input, answer;
+};
+
+std::vector<Case> read_area(const std::string& area) {
+  const std::string path = std::string(TINY_SOURCE_DIR) + "/tests/fixtures/parity/" + area + ".txt";
+  std::ifstream in(path);
+  std::vector<Case> cases;
+  if (!in) {
+    ADD_FAILURE() << path << " is missing (tests/fixtures/parity/make_parity.py writes it)";
+    return cases;
+  }
+  std::string line;
+  std::getline(in, line);  // the PyTorch that answered
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    cases.push_back({line.substr(0, tab), line.substr(tab + 1)});
+  }
+  return cases;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) parts.push_back(part);
+  if (!s.empty() && s.back() == sep) parts.push_back("");
+  return parts;
+}
+
+DType dtype_named(const std::string& name) {
+  for (DType d : kAllDTypes)
+    if (name == dtype_name(d)) return d;
+  throw std::invalid_argument("no dtype " + name);
+}
+
+// "2x3" or "-" (no dimensions) as a shape; "2,-1" as a list of sizes.
+Shape shape_of(const std::string& s) {
+  Shape shape;
+  if (s == "-") return shape;
+  for (const std::string& p : split(s, 'x')) shape.push_back(std::stoll(p));
+  return shape;
+}
+std::vector<int64_t> ints_of(const std::string& s) {
+  std::vector<int64_t> v;
+  for (const std::string& p : split(s, ',')) v.push_back(std::stoll(p));
+  return v;
+}
+std::string join(const std::vector<int64_t>& v, char sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? std::string(1, sep) : "") + std::to_string(v[i]);
+  return s.empty() ? "-" : s;
+}
+
+// ---- answers, written as the script writes them -------------------------------------------------
+
+std::string number(double v) { return std::isnan(v) ? "nan" : repr(v); }
+
+std::string values_of(const Tensor& t) {
+  const Tensor flat = t.detach().contiguous().reshape({-1});
+  const bool floating = is_floating(t.dtype());
+  const Tensor d = flat.to(floating ? kFloat64 : kInt64);
+  std::string s;
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    if (i) s += ',';
+    s += floating ? number(d.data<double>()[i]) : std::to_string(d.data<int64_t>()[i]);
+  }
+  return s;
+}
+
+std::string error_of(const std::exception& e) {
+  const std::string what = e.what();
+  return "!" + tiny::testing::python_exception_name(e) + ": " + what.substr(0, what.find('\n'));
+}
+
+// The answer of `f`: its own text, or the error it raised.
+std::string answer(const std::function<std::string()>& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return error_of(e);
+  }
+}
+
+// ---- the cases ------------------------------------------------------------------------------------
+
+// promotion: "OP A B".
+std::vector<double> tensor_values(DType d) {
+  if (d == kBool) return {1, 0, 1};
+  if (d == kUInt8) return {5, 7, 200};
+  if (is_integral(d)) return {5, -7, 120};
+  return {1.5, -2.25, 100.0};
+}
+
+struct Operand {
+  Tensor tensor;                // T: and Z:
+  std::optional<Scalar> number; // int, float, bool
+};
+
+Operand operand(const std::string& token) {
+  if (token == "int") return {Tensor(), Scalar(int64_t(3))};
+  if (token == "float") return {Tensor(), Scalar(2.5)};
+  if (token == "bool") return {Tensor(), Scalar(true)};
+  const DType d = dtype_named(token.substr(2));
+  if (token[0] == 'T') return {from_vector<double>(tensor_values(d), {3}).to(d), std::nullopt};
+  const double zero_dim = d == kBool ? 1 : is_integral(d) ? 100 : 0.5;
+  return {from_vector<double>({zero_dim}, {}).to(d), std::nullopt};
+}
+
+Tensor binary(const std::string& op, const Operand& a, const Operand& b) {
+  if (a.number) {  // a number on the left
+    const Scalar x = *a.number;
+    const Tensor& y = b.tensor;
+    if (op == "add") return x + y;
+    if (op == "sub") return x - y;
+    if (op == "mul") return x * y;
+    if (op == "div") return x / y;
+    if (op == "pow") return pow(x, y);
+  } else if (b.number) {
+    const Tensor& x = a.tensor;
+    const Scalar y = *b.number;
+    if (op == "add") return x + y;
+    if (op == "sub") return x - y;
+    if (op == "mul") return x * y;
+    if (op == "div") return x / y;
+    if (op == "pow") return pow(x, y);
+    if (op == "eq") return x == y;
+  } else {
+    const Tensor &x = a.tensor, &y = b.tensor;
+    if (op == "add") return add(x, y);
+    if (op == "sub") return sub(x, y);
+    if (op == "mul") return mul(x, y);
+    if (op == "div") return div(x, y);
+    if (op == "pow") return pow(x, y);
+    if (op == "eq") return eq(x, y);
+    if (op == "maximum") return maximum(x, y);
+  }
+  throw std::invalid_argument("no promotion op " + op);
+}
+
+std::string run_promotion(const std::string& input) {
+  const std::vector<std::string> w = split(input, ' ');
+  const Operand a = operand(w[1]), b = operand(w[2]);
+  return answer([&] {
+    const Tensor r = binary(w[0], a, b);
+    return std::string(dtype_name(r.dtype())) + " " + values_of(r);
+  });
+}
+
+// printing: "<dtype> <shape> <values> [grad]".
+std::string run_printing(const std::string& input) {
+  const std::vector<std::string> w = split(input, ' ');
+  const DType d = dtype_named(w[0]);
+  const Shape shape = shape_of(w[1]);
+  Tensor t;
+  if (is_floating(d)) {
+    std::vector<double> v;
+    if (w[2] != "-")
+      for (const std::string& p : split(w[2], ',')) v.push_back(std::stod(p));
+    t = from_vector<double>(v, shape).to(d);
+  } else {
+    const std::vector<int64_t> v = w[2] == "-" ? std::vector<int64_t>{} : ints_of(w[2]);
+    t = from_vector<int64_t>(v, shape).to(d);
+  }
+  if (w.size() > 3 && w[3] == "grad") t.requires_grad_(true);
+  std::string text = t.str();
+  for (size_t at = 0; (at = text.find('\n', at)) != std::string::npos;) text.replace(at, 1, "\\n");
+  return text;
+}
+
+// random: "<seed> <call> <args>".
+std::string run_random(const std::string& input) {
+  const std::vector<std::string> w = split(input, ' ');
+  manual_seed(std::stoull(w[0]));
+  const std::string& call = w[1];
+  Tensor r;
+  if (call == "rand") r = rand({std::stoll(w[2])});
+  else if (call == "randn") r = randn({std::stoll(w[2])});
+  else if (call == "randint") r = randint(std::stoll(w[2]), std::stoll(w[3]), {std::stoll(w[4])});
+  else if (call == "randperm") r = randperm(std::stoll(w[2]));
+  else {
+    r = empty({std::stoll(w[2])});
+    normal_(r, std::stod(w[3]), std::stod(w[4]));
+  }
+  return values_of(r);
+}
+
+// views: "<shape> <op> <op> ...".
+Tensor view_op(const Tensor& t, const std::string& word) {
+  const std::vector<std::string> p = split(word, ':');
+  const std::string& k = p[0];
+  auto i = [&](size_t n) { return std::stoll(p[n]); };
+  if (k == "t") return t.t();
+  if (k == "T") return t.transpose(i(1), i(2));
+  if (k == "P") return t.permute(ints_of(p[1]));
+  if (k == "N") return t.narrow(i(1), i(2), i(3));
+  if (k == "S") return t.select(i(1), i(2));
+  if (k == "U") return t.unsqueeze(i(1));
+  if (k == "Q") return t.squeeze(i(1));
+  if (k == "E") return t.expand(ints_of(p[1]));
+  if (k == "V") return t.view(ints_of(p[1]));
+  if (k == "R") return t.reshape(ints_of(p[1]));
+  if (k == "F") return t.flatten(i(1), i(2));
+  if (k == "C") return t.contiguous();
+  throw std::invalid_argument("no view op " + word);
+}
+
+std::string run_views(const std::string& input) {
+  std::vector<std::string> w = split(input, ' ');
+  const Shape shape = shape_of(w[0]);
+  return answer([&] {
+    Tensor t = arange(shape_numel(shape)).view(shape);
+    for (size_t k = 1; k < w.size(); ++k) t = view_op(t, w[k]);
+    std::string values = values_of(t);
+    return join(t.shape(), 'x') + " " + join(t.strides(), ',') + " " +
+           std::to_string(t.storage_offset()) + " " + (t.is_contiguous() ? "1" : "0") + " " +
+           (values.empty() ? "-" : values);
+  });
+}
+
+// nodes: the grad_fn of a named expression, the same expressions as the script's NODES.
+Tensor leaf(const Shape& shape) { return ones(shape).requires_grad_(true); }
+
+Tensor matmul_node(int ra, int rb) {
+  const std::map<int, Shape> a{{1, {3}}, {2, {2, 3}}, {3, {4, 2, 3}}, {4, {2, 4, 2, 3}}};
+  const std::map<int, Shape> b{{1, {3}}, {2, {3, 5}}, {3, {4, 3, 5}}, {4, {2, 4, 3, 5}}};
+  return matmul(leaf(a.at(ra)), leaf(b.at(rb)));
+}
+
+const std::map<std::string, std::function<Tensor()>>& nodes() {
+  static const std::map<std::string, std::function<Tensor()>> table = [] {
+    std::map<std::string, std::function<Tensor()>> m = {
+        {"add", [] { return leaf({3}) + leaf({3}); }},
+        {"add_scalar", [] { return leaf({3}) + 2; }},
+        {"sub", [] { return leaf({3}) - leaf({3}); }},
+        {"rsub", [] { return 2 - leaf({3}); }},
+        {"mul", [] { return leaf({3}) * leaf({3}); }},
+        {"mul_scalar", [] { return leaf({3}) * 2; }},
+        {"div", [] { return leaf({3}) / leaf({3}); }},
+        {"div_scalar", [] { return leaf({3}) / 2; }},
+        {"rdiv", [] { return 2 / leaf({3}); }},
+        {"neg", [] { return -leaf({3}); }},
+        {"exp", [] { return leaf({3}).exp(); }},
+        {"log", [] { return leaf({3}).log(); }},
+        {"sqrt", [] { return leaf({3}).sqrt(); }},
+        {"rsqrt", [] { return leaf({3}).rsqrt(); }},
+        {"tanh", [] { return leaf({3}).tanh(); }},
+        {"sigmoid", [] { return leaf({3}).sigmoid(); }},
+        {"relu", [] { return leaf({3}).relu(); }},
+        {"gelu", [] { return gelu(leaf({3})); }},
+        {"abs", [] { return leaf({3}).abs(); }},
+        {"square", [] { return leaf({3}).square(); }},
+        {"reciprocal", [] { return reciprocal(leaf({3})); }},
+        {"erf", [] { return erf(leaf({3})); }},
+        {"pow_scalar", [] { return leaf({3}).pow(2); }},
+        {"pow", [] { return leaf({3}).pow(leaf({3})); }},
+        {"maximum", [] { return maximum(leaf({3}), leaf({3})); }},
+        {"minimum", [] { return minimum(leaf({3}), leaf({3})); }},
+        {"clamp", [] { return leaf({3}).clamp(0, 1); }},
+        {"where", [] { return where(tensor({true, false, true}), leaf({3}), leaf({3})); }},
+        {"lerp", [] { return lerp(leaf({3}), leaf({3}), 0.5); }},
+        {"sum", [] { return leaf({2, 3}).sum(); }},
+        {"sum_dim", [] { return leaf({2, 3}).sum({1}); }},
+        {"mean", [] { return leaf({2, 3}).mean(); }},
+        {"mean_dim", [] { return leaf({2, 3}).mean({0}); }},
+        {"max", [] { return leaf({2, 3}).max(); }},
+        {"view", [] { return leaf({2, 3}).view({6}); }},
+        {"reshape", [] { return leaf({2, 3}).reshape({3, 2}); }},
+        {"reshape_copy", [] { return leaf({2, 3}).t().reshape({6}); }},
+        {"t", [] { return leaf({2, 3}).t(); }},
+        {"transpose", [] { return leaf({2, 3}).transpose(0, 1); }},
+        {"permute", [] { return leaf({2, 3, 4}).permute({2, 0, 1}); }},
+        {"expand", [] { return leaf({1, 3}).expand({2, 3}); }},
+        {"narrow", [] { return leaf({4}).narrow(0, 1, 2); }},
+        {"select", [] { return leaf({2, 3}).select(0, 1); }},
+        {"index", [] { return leaf({4}).index({Slice{1, 3}}); }},
+        {"unsqueeze", [] { return leaf({3}).unsqueeze(0); }},
+        {"squeeze", [] { return leaf({1, 3}).squeeze(0); }},
+        {"flatten", [] { return leaf({2, 3}).flatten(); }},
+        {"contiguous", [] { return leaf({2, 3}).t().contiguous(); }},
+        {"clone", [] { return leaf({3}).clone(); }},
+        {"to_float64", [] { return leaf({3}).to(kFloat64); }},
+        {"to_float16", [] { return leaf({3}).to(kFloat16); }},
+        {"tril", [] { return leaf({3, 3}).tril(); }},
+        {"triu", [] { return leaf({3, 3}).triu(); }},
+        {"addmm", [] { return addmm(leaf({2}), leaf({3, 4}), leaf({4, 2})); }},
+        {"softmax", [] { return softmax(leaf({2, 3}), -1); }},
+        {"log_softmax", [] { return log_softmax(leaf({2, 3}), -1); }},
+        {"cross_entropy", [] { return cross_entropy(leaf({2, 3}), tensor({0, 2})); }},
+        {"mse_loss", [] { return mse_loss(leaf({3}), zeros({3})); }},
+        {"linear", [] { return linear(leaf({2, 3}), leaf({4, 3}), leaf({4})); }},
+        {"linear_no_bias", [] { return linear(leaf({2, 3}), leaf({4, 3})); }},
+    };
+    for (int ra = 1; ra <= 4; ++ra)
+      for (int rb = 1; rb <= 4; ++rb)
+        m["matmul" + std::to_string(ra) + std::to_string(rb)] = [ra, rb] {
+          return matmul_node(ra, rb);
+        };
+    return m;
+  }();
+  return table;
+}
+
+std::string run_nodes(const std::string& input) {
+  const auto it = nodes().find(input);
+  if (it == nodes().end()) return "(no such expression in parity_test.cpp)";
+  return answer([&] {
+    const Tensor r = it->second();
+    return r.grad_fn() ? r.grad_fn()->name() : std::string("None");
+  });
+}
+
+// einops: "<kind> <shape> <pattern with _ for spaces> [<reduction>] [name=size ...]".
+std::string run_einops(const std::string& input) {
+  std::vector<std::string> w = split(input, ' ');
+  const Shape shape = shape_of(w[1]);
+  std::string pattern = w[2];
+  for (char& c : pattern)
+    if (c == '_') c = ' ';
+  if (pattern == " ") pattern.clear();
+  size_t next = 3;
+  std::string reduction;
+  if (w[0] == "reduce") reduction = w[next++];
+  AxisSizes sizes;
+  for (; next < w.size(); ++next) {
+    const size_t eq = w[next].find('=');
+    sizes[w[next].substr(0, eq)] = std::stoll(w[next].substr(eq + 1));
+  }
+  try {
+    const Tensor x = arange(shape_numel(shape), kFloat32).view(shape) / 4 + 1;
+    const Tensor r = w[0] == "rearrange" ? rearrange(x, pattern, sizes)
+                                         : reduce(x, pattern, reduction, sizes);
+    const std::string values = values_of(r);
+    return join(r.shape(), 'x') + " " + values;
+  } catch (const std::exception&) {
+    return "!EinopsError";  // einops' own class, whatever the library raises
+  }
+}
+
+// ---- the areas ----------------------------------------------------------------------------------
+
+struct Area {
+  const char* name;
+  const char* what;  // the README table's words
+  std::string (*run)(const std::string&);
+};
+
+const std::vector<Area>& areas() {
+  static const std::vector<Area> list = {
+      {"promotion", "dtype promotion and values: 7 ops over all dtype pairs and Python numbers",
+       run_promotion},
+      {"printing", "printing: every dtype, sizes up to summarisation, formatting boundaries",
+       run_printing},
+      {"random", "random streams: rand, randn, randint, randperm, normal_", run_random},
+      {"views", "views: chains of view ops, their strides, offsets, contiguity and errors",
+       run_views},
+      {"nodes", "autograd node names: every op, every matmul rank pair", run_nodes},
+      {"einops", "einops: rearrange and reduce patterns, and the errors", run_einops},
+  };
+  return list;
+}
+
+struct Tally {
+  int cases = 0, exact = 0;
+  std::vector<std::string> mismatches;
+};
+
+Tally run_area(const Area& area) {
+  Tally t;
+  for (const Case& c : read_area(area.name)) {
+    const std::string key = std::string(area.name) + " " + c.input;
+    ++t.cases;
+    const std::string got = answer([&] { return area.run(c.input); });
+    if (got == c.answer) ++t.exact;
+    else t.mismatches.push_back(key + "\n    PyTorch: " + c.answer + "\n    tiny:    " + got);
+  }
+  return t;
+}
+
+void expect_area(const char* name) {
+  for (const Area& area : areas()) {
+    if (std::string(area.name) != name) continue;
+    const Tally t = run_area(area);
+    EXPECT_GT(t.cases, 0);
+    std::string shown;
+    for (size_t k = 0; k < t.mismatches.size() && k < 40; ++k) shown += t.mismatches[k] + "\n";
+    EXPECT_TRUE(t.mismatches.empty()) << t.mismatches.size() << " of " << t.cases << " cases of "
+                                      << name << " differ from PyTorch:\n"
+                                      << shown;
+    return;
+  }
+  FAIL() << "no area " << name;
+}
+
+}  // namespace
+
+TEST(Parity, Promotion) { expect_area("promotion"); }
+TEST(Parity, Printing) { expect_area("printing"); }
+TEST(Parity, RandomStreams) { expect_area("random"); }
+TEST(Parity, Views) { expect_area("views"); }
+TEST(Parity, NodeNames) { expect_area("nodes"); }
+TEST(Parity, Einops) { expect_area("einops"); }
+
+// The README's table is the suite's own count: rebuilt here from the fixtures and the library,
+// and compared with the lines between the README's two markers.
+TEST(Parity, TheReadmeTableIsTheSuites) {
+  std::string table =
+      "| area | what the cases are | cases | exact |\n"
+      "|------|--------------------|------:|------:|\n";
+  int cases = 0, exact = 0;
+  for (const Area& area : areas()) {
+    const Tally t = run_area(area);
+    table += "| " + std::string(area.name) + " | " + area.what + " | " + std::to_string(t.cases) +
+             " | " + std::to_string(t.exact) + " |\n";
+    cases += t.cases;
+    exact += t.exact;
+  }
+  table += "| all | | " + std::to_string(cases) + " | " + std::to_string(exact) + " |\n";
+  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- parity table: tests/parity_test.cpp -->\n",
+                    end = "<!-- end of parity table -->";
+  const size_t from = readme.find(begin), to = readme.find(end);
+  ASSERT_NE(from, std::string::npos) << "README.md lacks the line " << begin;
+  ASSERT_NE(to, std::string::npos) << "README.md lacks the line " << end;
+  EXPECT_EQ(readme.substr(from + begin.size(), to - from - begin.size()), table)
+      << "README.md's parity table should read:\n"
+      << table;
+  EXPECT_GE(cases, 2000);
+}
