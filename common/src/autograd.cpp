@@ -181,7 +181,11 @@ AutogradMeta& Tensor::ensure_autograd_meta() const {
 bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool flag) {
-  if (!is_leaf()) throw RuntimeError("you can only change requires_grad flags of leaf variables.");
+  if (!is_leaf())
+    throw RuntimeError(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+        "variable in a subgraph that doesn't require differentiation use var_no_grad = "
+        "var.detach().");
   if (flag && !is_floating(dtype_))
     throw RuntimeError("only Tensors of floating point dtype can require gradients");
   ensure_autograd_meta().requires_grad = flag;
@@ -243,6 +247,8 @@ struct SavedTensor::Kept {
   uint64_t version = 0;
   Shape shape;
   DType dtype = kFloat32;
+  Device device = Device::cpu();
+  std::string producer;  // the node that computed the tensor ("" for a leaf or a plain tensor)
 
   // The graph keeps `packed` for backward: its storage counts as an activation while it does.
   void mark() const {
@@ -263,6 +269,8 @@ SavedTensor::SavedTensor(const Tensor& t, const char* op) {
   kept->version = t.storage()->version();
   kept->shape = t.shape();
   kept->dtype = t.dtype();
+  kept->device = t.device();
+  if (t.grad_fn()) kept->producer = t.grad_fn()->name();
   Tensor detached = t.detach();
   if (t_hooks.empty()) {
     kept->packed = std::move(detached);
@@ -287,13 +295,18 @@ Tensor SavedTensor::unpack() const {
   if (!kept_) return Tensor();
   const Kept& k = *kept_;
   if (auto storage = k.storage.lock(); storage && storage->version() != k.version)
+    // PyTorch names the tensor by its legacy type (torch.FloatTensor, torch.cuda.HalfTensor) and
+    // the node that made it, if any.
     throw RuntimeError(
         "one of the variables needed for gradient computation has been modified "
         "by an inplace operation: [torch." +
-        std::string(dtype_name(k.dtype)) + " " + shape_str(k.shape) +
-        "], which is output 0 of its producer, is at version " +
-        std::to_string(storage->version()) + "; expected version " + std::to_string(k.version) +
-        " instead.");
+        std::string(k.device.is_cpu() ? "" : "cuda.") + dtype_legacy_name(k.dtype) + "Tensor " +
+        shape_str(k.shape) + "]" +
+        (k.producer.empty() ? "" : ", which is output 0 of " + k.producer + ",") +
+        " is at version " + std::to_string(storage->version()) + "; expected version " +
+        std::to_string(k.version) +
+        " instead. Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with torch.autograd.set_detect_anomaly(True).");
   if (k.frame) return k.frame->unpack(k.index);
   return k.unpack_hook ? k.unpack_hook(k.packed) : k.packed;
 }

@@ -38,12 +38,20 @@ Tensor zeros(const Shape& shape, DType dtype, Device device) {
   return t;
 }
 
-Tensor ones(const Shape& shape, DType dtype, Device device) {
-  return empty(shape, dtype, device).fill_(1);
+namespace {
+// A new tensor of `value`, written by the backend's copy: the factory's own write is not an
+// in-place modification (a fresh tensor is at version 0, as in PyTorch).
+Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  detail::backend(device).copy(t, scalar_tensor(value, dtype).expand(shape));
+  return t;
 }
+}  // namespace
+
+Tensor ones(const Shape& shape, DType dtype, Device device) { return filled(shape, 1, dtype, device); }
 
 Tensor full(const Shape& shape, Scalar value, std::optional<DType> dtype, Device device) {
-  return empty(shape, dtype.value_or(value.default_dtype()), device).fill_(value);
+  return filled(shape, value, dtype.value_or(value.default_dtype()), device);
 }
 
 Tensor arange(Scalar end, std::optional<DType> dtype, Device device) {
@@ -88,6 +96,16 @@ template <typename T> T number_to(const Scalar& s, const char* type_name, bool c
     return s.kind() == Scalar::Kind::Float ? s.to_double() != 0 : s.to_int() != 0;
   } else if constexpr (std::is_integral_v<T>) {
     if (s.kind() == Scalar::Kind::Float) return truncate_checked<T>(s.to_double(), type_name);
+    if constexpr (std::is_unsigned_v<T>) {
+      // PyTorch lets a negative integer wrap into an unsigned type, down to -max (uint8 takes -1
+      // as 255 and -255 as 1), so that a - b may be computed as a + 255 * b.
+      constexpr int64_t kMax = std::numeric_limits<T>::max();
+      const int64_t i = s.to_int();
+      if (i < -kMax || i > kMax)
+        throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                           " without overflow");
+      return static_cast<T>(i);
+    }
     // An int64 into a narrower integer: exact as a double wherever it could fit.
     if constexpr (sizeof(T) < sizeof(int64_t))
       return truncate_checked<T>(static_cast<double>(s.to_int()), type_name);
