@@ -384,5 +384,10 @@ TEST(Matmul, TriangleMasks) {
   EXPECT_TRUE(equal(ones({3, 3}).tril(), tensor({{1., 0, 0}, {1, 1, 0}, {1, 1, 1}})));
   EXPECT_TRUE(equal(ones({2, 3}).triu(1), tensor({{0., 1, 1}, {0, 0, 1}})));
   EXPECT_TRUE(equal(ones({2, 2, 2}).tril(-1), tensor({{{0., 0}, {1, 0}}, {{0, 0}, {1, 0}}})));
-  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({3}).triu(); }, "at least 2 dimensions"));
+  // Fewer than two dimensions: PyTorch's IndexError for dimension -2.
+  EXPECT_TRUE(throws_with<IndexError>(
+      [] { ones({3}).triu(); },
+      "Dimension out of range (expected to be in range of [-1, 0], but got -2)"));
+  EXPECT_TRUE(throws_with<IndexError>([] { scalar_tensor(1.0).tril(); },
+                                      "Dimension specified as -2 but tensor has no dimensions"));
 }

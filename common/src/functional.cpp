@@ -144,6 +144,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
   const Tensor log_probs = detail::autocast(input, detail::kAutocastFloat32);
   const detail::AutocastOff inside;
   require_floating("nll_loss", log_probs);
+  if (log_probs.dim() == 2 && target.dim() == 1 && target.size(0) != log_probs.size(0))
+    throw ValueError("Expected input batch_size (" + std::to_string(log_probs.size(0)) +
+                     ") to match target batch_size (" + std::to_string(target.size(0)) + ").");
   if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))
     throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
                      detail::shape_str(log_probs.shape()) + " and " +

@@ -66,6 +66,11 @@ void refuse_bool_sub(const Tensor& a, const Tensor& b) {
 }
 bool is_bool(Scalar s) { return s.kind() == Scalar::Kind::Bool; }
 
+// relu's own text for bool, before the table's "not implemented for 'Bool'".
+void refuse_bool_relu(const Tensor& a) {
+  if (a.dtype() == kBool) throw RuntimeError("Boolean inputs not supported for relu");
+}
+
 // pow with a number: the common fixed exponents of a float run a cheaper kernel with the same
 // values (std::pow costs some 20 ns per element, enough to dominate a backward pass through
 // x.pow(2)), and integers refuse negative exponents.
@@ -197,7 +202,10 @@ Tensor log(const Tensor& a) { return run(OpId::log, {&a}); }
 Tensor log1p(const Tensor& a) { return run(OpId::log1p, {&a}); }
 Tensor expm1(const Tensor& a) { return run(OpId::expm1, {&a}); }
 Tensor erf(const Tensor& a) { return run(OpId::erf, {&a}); }
-Tensor relu(const Tensor& a) { return run(OpId::relu, {&a}); }
+Tensor relu(const Tensor& a) {
+  refuse_bool_relu(a);
+  return run(OpId::relu, {&a});
+}
 Tensor gelu(const Tensor& a) { return run(OpId::gelu, {&a}); }
 Tensor sigmoid(const Tensor& a) { return run(OpId::sigmoid, {&a}); }
 Tensor tanh(const Tensor& a) { return run(OpId::tanh, {&a}); }
@@ -278,7 +286,10 @@ Tensor log_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::l
 Tensor log1p_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::log1p, {&a}); }
 Tensor expm1_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::expm1, {&a}); }
 Tensor erf_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::erf, {&a}); }
-Tensor relu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::relu, {&a}); }
+Tensor relu_out(const Tensor& out, const Tensor& a) {
+  refuse_bool_relu(a);
+  return run_out(out, OpId::relu, {&a});
+}
 Tensor gelu_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::gelu, {&a}); }
 Tensor sigmoid_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::sigmoid, {&a}); }
 Tensor tanh_out(const Tensor& out, const Tensor& a) { return run_out(out, OpId::tanh, {&a}); }
@@ -350,7 +361,10 @@ Tensor& Tensor::log_() { return run_inplace(*this, OpId::log, {this}); }
 Tensor& Tensor::log1p_() { return run_inplace(*this, OpId::log1p, {this}); }
 Tensor& Tensor::expm1_() { return run_inplace(*this, OpId::expm1, {this}); }
 Tensor& Tensor::erf_() { return run_inplace(*this, OpId::erf, {this}); }
-Tensor& Tensor::relu_() { return run_inplace(*this, OpId::relu, {this}); }
+Tensor& Tensor::relu_() {
+  refuse_bool_relu(*this);
+  return run_inplace(*this, OpId::relu, {this});
+}
 Tensor& Tensor::sigmoid_() { return run_inplace(*this, OpId::sigmoid, {this}); }
 Tensor& Tensor::tanh_() { return run_inplace(*this, OpId::tanh, {this}); }
 Tensor& Tensor::square_() { return run_inplace(*this, OpId::square, {this}); }
@@ -421,8 +435,7 @@ namespace {
 // of a batch and is small next to them), then moved to the input's device.
 template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep keep) {
   detail::op_device(op, {&a});
-  if (a.dim() < 2)
-    throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
+  (void)wrap_dim(-2, a.dim(), false);  // PyTorch's IndexError for fewer than 2 dimensions
   const int64_t R = a.size(-2), C = a.size(-1);
   Tensor mask = empty({R, C}, kBool);
   bool* k = mask.data<bool>();

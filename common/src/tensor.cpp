@@ -214,10 +214,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t i) const {
-  if (dim() == 0)
-    throw IndexError(
-        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-        "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  if (dim() == 0) throw IndexError("select() cannot be applied to a 0-dim tensor.");
   d = wrap_dim(d, dim());
   const int64_t n = shape_[d];
   if (i < -n || i >= n)
@@ -298,7 +295,9 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 
 Tensor Tensor::index(const IndexList& indices) const {
   if (dim() == 0 && !indices.items.empty() && std::holds_alternative<int64_t>(indices.items[0]))
-    return select(0, 0);  // select's message for a 0-dim tensor, as Python's t[0] gives
+    throw IndexError(
+        "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+        "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
   if (static_cast<int64_t>(indices.items.size()) > dim())
     throw IndexError("too many indices for tensor of dimension " + std::to_string(dim()));
   Tensor out = *this;
