@@ -2,8 +2,8 @@
 // through real PyTorch, each answer compared exactly (dtypes, every value's bits as a double,
 // printed text, node names, error classes and messages). The fixtures name the PyTorch that
 // answered (1.13, whose node names the project's record of PyTorch facts also gives). Every case
-// must match; the README's "How close to PyTorch" table is this suite's count
-// (Parity.TheReadmeTableIsTheSuites).
+// must match, except the few listed in documented() with the reason; the README's "How close to
+// PyTorch" table is this suite's count (Parity.TheReadmeTableIsTheSuites).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -337,6 +337,149 @@ std::string run_nodes(const std::string& input) {
   });
 }
 
+// errors: the exception of a named bad call, the same calls as the script's ERRORS.
+void saved_then_modified() {
+  Tensor a = ones({3});
+  const Tensor y = leaf({3}) * a;
+  a.add_(1);
+  y.sum().backward();
+}
+
+void output_saved_then_modified() {
+  Tensor y = leaf({3}).exp();
+  const Tensor z = y * 2;
+  y.add_(1);
+  z.sum().backward();
+}
+
+void backward_twice() {
+  const Tensor y = (leaf({3}) * leaf({3})).sum();
+  y.backward();
+  y.backward();
+}
+
+const std::map<std::string, std::function<void()>>& errors() {
+  using F = std::function<void()>;
+  static const std::map<std::string, F> table = {
+      // views
+      {"view_size", [] { ones({2, 3}).view({4}); }},
+      {"view_stride", [] { ones({2, 3}).t().view({6}); }},
+      {"view_two_inferred", [] { ones({2, 3}).view({-1, -1}); }},
+      {"view_negative", [] { ones({2, 3}).view({-2, 3}); }},
+      {"view_empty_inferred", [] { zeros({0, 3}).view({-1, 0}); }},
+      {"reshape_size", [] { ones({2, 3}).reshape({4, 2}); }},
+      {"reshape_empty_inferred", [] { zeros({0, 3}).reshape({-1, 0}); }},
+      {"transpose_range", [] { ones({2, 3}).transpose(0, 2); }},
+      {"transpose_negative_range", [] { ones({2, 3}).transpose(-3, 0); }},
+      {"t_3d", [] { ones({2, 3, 4}).t(); }},
+      {"permute_short", [] { ones({2, 3}).permute({0}); }},
+      {"permute_long", [] { ones({2, 3}).permute({0, 1, 2}); }},
+      {"permute_duplicate", [] { ones({2, 3}).permute({0, 0}); }},
+      {"permute_range", [] { ones({2, 3}).permute({0, 2}); }},
+      {"expand_fewer", [] { ones({2, 3}).expand({3}); }},
+      {"expand_mismatch", [] { ones({2, 3}).expand({2, 4}); }},
+      {"expand_negative_new", [] { ones({3}).expand({-2, 3}); }},
+      {"expand_minus_one_new", [] { ones({3}).expand({-1, 3}); }},
+      {"narrow_past_end", [] { ones({4}).narrow(0, 2, 3); }},
+      {"narrow_dim_range", [] { ones({4}).narrow(1, 0, 1); }},
+      {"narrow_negative_length", [] { ones({4}).narrow(0, 0, -1); }},
+      {"narrow_start_range", [] { ones({4}).narrow(0, 5, 0); }},
+      {"select_range", [] { ones({2, 3}).select(1, 3); }},
+      {"select_negative_range", [] { ones({2, 3}).select(0, -3); }},
+      {"select_0d", [] { scalar_tensor(1.0).select(0, 0); }},
+      {"squeeze_range", [] { ones({2, 3}).squeeze(2); }},
+      {"unsqueeze_range", [] { ones({2, 3}).unsqueeze(3); }},
+      {"flatten_order", [] { ones({2, 3, 4}).flatten(2, 1); }},
+      {"flatten_range", [] { ones({2, 3}).flatten(0, 2); }},
+      {"index_range", [] { ones({4}).index({5}); }},
+      {"index_negative_range", [] { ones({4}).index({-5}); }},
+      {"index_too_many", [] { ones({4}).index({0, 0}); }},
+      {"slice_step_zero", [] { ones({4}).index({Slice{std::nullopt, std::nullopt, 0}}); }},
+      {"slice_step_negative", [] { ones({4}).index({Slice{std::nullopt, std::nullopt, -1}}); }},
+      // elementwise ops
+      {"add_shapes", [] { ones({2, 3}) + ones({3, 2}); }},
+      {"mul_shapes", [] { ones({2, 3}) * ones({4}); }},
+      {"eq_shapes", [] { ones({2}) == ones({3}); }},
+      {"maximum_shapes", [] { maximum(ones({2}), ones({3})); }},
+      {"where_shapes", [] { where(tensor({true, false}), ones({3}), ones({3})); }},
+      {"where_condition_dtype", [] { where(ones({3}), ones({3}), ones({3})); }},
+      {"lerp_dtypes", [] { lerp(ones({3}), ones({3}, kFloat64), 0.5); }},
+      {"relu_bool", [] { relu(tensor({true})); }},
+      {"gelu_long", [] { gelu(tensor({1})); }},
+      {"gelu_bool", [] { gelu(tensor({true})); }},
+      {"neg_bool", [] { -tensor({true}); }},
+      {"pow_bool", [] { tensor({true}).pow(tensor({true})); }},
+      {"pow_negative_integer", [] { tensor({2}).pow(-1); }},
+      {"sub_bools", [] { tensor({true}) - tensor({false}); }},
+      {"sub_bool_number", [] { tensor({true}) - 1.5; }},
+      {"rsub_bool", [] { 1 - tensor({true}); }},
+      {"clamp_no_bounds", [] { clamp(ones({3}), std::nullopt, std::nullopt); }},
+      {"add_float_alpha_for_ints", [] { add(tensor({1}), tensor({1}), 0.5); }},
+      {"add_out_cannot_cast", [] { add_out(tensor({1, 2, 3}), ones({3}), ones({3})); }},
+      {"inplace_cannot_cast", [] { tensor({1}).add_(1.5); }},
+      {"inplace_broadcast", [] { ones({3}).add_(ones({2, 3})); }},
+      {"inplace_leaf", [] { leaf({3}).add_(1); }},
+      {"inplace_expanded", [] { ones({1}).expand({3}).add_(1); }},
+      {"tril_1d", [] { ones({3}).tril(); }},
+      {"triu_1d", [] { ones({3}).triu(); }},
+      // matmul
+      {"matmul_0d", [] { matmul(scalar_tensor(1.0), ones({3})); }},
+      {"matmul_11", [] { matmul(ones({3}), ones({4})); }},
+      {"matmul_12", [] { matmul(ones({3}), ones({4, 5})); }},
+      {"matmul_21", [] { matmul(ones({4, 5}), ones({3})); }},
+      {"matmul_22", [] { matmul(ones({2, 3}), ones({4, 5})); }},
+      {"matmul_32", [] { matmul(ones({2, 3, 4}), ones({5, 6})); }},
+      {"matmul_31", [] { matmul(ones({2, 3, 4}), ones({5})); }},
+      {"matmul_33_inner", [] { matmul(ones({2, 3, 4}), ones({2, 5, 6})); }},
+      {"matmul_33_batch", [] { matmul(ones({2, 3, 4}), ones({3, 4, 5})); }},
+      {"matmul_dtypes", [] { matmul(ones({2, 2}), ones({2, 2}, kFloat64)); }},
+      {"addmm_1d", [] { addmm(ones({2}), ones({3}), ones({3, 2})); }},
+      {"addmm_shapes", [] { addmm(ones({2, 2}), ones({2, 3}), ones({4, 2})); }},
+      {"addmm_bias", [] { addmm(ones({3}), ones({2, 3}), ones({3, 2})); }},
+      {"linear_shapes", [] { linear(ones({2, 3}), ones({4, 5})); }},
+      // reductions
+      {"sum_dim_range", [] { ones({2, 3}).sum({2}); }},
+      {"mean_long", [] { tensor({1, 2}).mean(); }},
+      {"mean_dim_long", [] { tensor({{1, 2}}).mean({0}); }},
+      {"max_empty", [] { ones({0}).max(); }},
+      {"softmax_dim_range", [] { softmax(ones({2, 3}), 2); }},
+      {"log_softmax_dim_range", [] { log_softmax(ones({2, 3}), -3); }},
+      {"cross_entropy_class_range", [] { cross_entropy(ones({2, 3}), tensor({0, 3})); }},
+      {"cross_entropy_batch", [] { cross_entropy(ones({2, 3}), tensor({0})); }},
+      // autograd
+      {"backward_not_scalar", [] { (leaf({3}) * 2).backward(); }},
+      {"backward_no_grad", [] { ones({3}).sum().backward(); }},
+      {"backward_twice", backward_twice},
+      {"backward_grad_shape", [] { (leaf({3}) * 2).backward(ones({2})); }},
+      {"requires_grad_long", [] { tensor({1}).requires_grad_(); }},
+      {"requires_grad_non_leaf", [] { (leaf({3}) * 2).requires_grad_(false); }},
+      {"saved_then_modified", saved_then_modified},
+      {"output_saved_then_modified", output_saved_then_modified},
+      {"item_many", [] { ones({2}).item(); }},
+      // factories and random
+      {"zeros_negative", [] { zeros({-1}); }},
+      {"ones_negative_2d", [] { ones({2, -3}); }},
+      {"arange_step_zero", [] { arange(0, 5, 0); }},
+      {"arange_wrong_direction", [] { arange(5, 0, 1); }},
+      {"randint_empty_range", [] { randint(5, 5, {3}); }},
+      {"randint_high_zero", [] { randint(0, {3}); }},
+      {"randperm_negative", [] { randperm(-1); }},
+      {"full_int8_overflow", [] { full({2}, 300, kInt8); }},
+      {"full_uint8_negative", [] { full({2}, -1, kUInt8); }},
+      {"tensor_ragged", [] { tensor({{1, 2}, {3}}); }},
+  };
+  return table;
+}
+
+std::string run_errors(const std::string& input) {
+  const auto it = errors().find(input);
+  if (it == errors().end()) return "(no such call in parity_test.cpp)";
+  return answer([&] {
+    it->second();
+    return std::string("no error");
+  });
+}
+
 // einops: "<kind> <shape> <pattern with _ for spaces> [<reduction>] [name=size ...]".
 std::string run_einops(const std::string& input) {
   std::vector<std::string> w = split(input, ' ');
@@ -383,12 +526,26 @@ const std::vector<Area>& areas() {
        run_views},
       {"nodes", "autograd node names: every op, every matmul rank pair", run_nodes},
       {"einops", "einops: rearrange and reduce patterns, and the errors", run_einops},
+      {"errors", "errors: bad calls across the library, exception class and message",
+       run_errors},
   };
   return list;
 }
 
+// The cases where the library answers differently on purpose, each with the reason; the README
+// prints the reasons under its table.
+const std::map<std::string, std::string>& documented() {
+  static const std::map<std::string, std::string> m = {
+      {"errors output_saved_then_modified",
+       "PyTorch lets an op write in place into a tensor of the graph and rebases its history "
+       "(an error comes at backward only if a node saved the old value); the library's tape "
+       "records out-of-place ops only, so it refuses the write when it is made, naming the node."},
+  };
+  return m;
+}
+
 struct Tally {
-  int cases = 0, exact = 0;
+  int cases = 0, exact = 0, documented = 0;
   std::vector<std::string> mismatches;
 };
 
@@ -399,6 +556,7 @@ Tally run_area(const Area& area) {
     ++t.cases;
     const std::string got = answer([&] { return area.run(c.input); });
     if (got == c.answer) ++t.exact;
+    else if (documented().count(key)) ++t.documented;
     else t.mismatches.push_back(key + "\n    PyTorch: " + c.answer + "\n    tiny:    " + got);
   }
   return t;
@@ -427,22 +585,26 @@ TEST(Parity, RandomStreams) { expect_area("random"); }
 TEST(Parity, Views) { expect_area("views"); }
 TEST(Parity, NodeNames) { expect_area("nodes"); }
 TEST(Parity, Einops) { expect_area("einops"); }
+TEST(Parity, Errors) { expect_area("errors"); }
 
 // The README's table is the suite's own count: rebuilt here from the fixtures and the library,
 // and compared with the lines between the README's two markers.
 TEST(Parity, TheReadmeTableIsTheSuites) {
   std::string table =
-      "| area | what the cases are | cases | exact |\n"
-      "|------|--------------------|------:|------:|\n";
-  int cases = 0, exact = 0;
+      "| area | what the cases are | cases | exact | documented differences |\n"
+      "|------|--------------------|------:|------:|-----------------------:|\n";
+  int cases = 0, exact = 0, documented_cases = 0;
   for (const Area& area : areas()) {
     const Tally t = run_area(area);
     table += "| " + std::string(area.name) + " | " + area.what + " | " + std::to_string(t.cases) +
-             " | " + std::to_string(t.exact) + " |\n";
+             " | " + std::to_string(t.exact) + " | " + std::to_string(t.documented) + " |\n";
     cases += t.cases;
     exact += t.exact;
+    documented_cases += t.documented;
   }
-  table += "| all | | " + std::to_string(cases) + " | " + std::to_string(exact) + " |\n";
+  table += "| all | | " + std::to_string(cases) + " | " + std::to_string(exact) + " | " +
+           std::to_string(documented_cases) + " |\n\n";
+  for (const auto& [key, why] : documented()) table += "- `" + key + "`: " + why + "\n";
   std::ifstream in(std::string(TINY_SOURCE_DIR) + "/README.md");
   const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string begin = "<!-- parity table: tests/parity_test.cpp -->\n",
