@@ -3,8 +3,9 @@
 // During the forward pass, record each operation and what it was applied to; during the
 // backward pass, walk the record from the loss back to the inputs, applying each operation's
 // rule for gradients. This program writes that idea out in about 55 lines ("ours"), checks it
-// against the library's autograd ("library", which plays PyTorch's part) and against finite
-// differences, then looks at the graph the library records and at what its backward pass costs.
+// against PyTorch's own gradients for the same networks (pytorch_gradients.h, written by the
+// script beside it), against the library's autograd and against finite differences, then looks
+// at the graph the library records and at what its backward pass costs.
 //
 //   make ch03 && ./ch03_autograd
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "pytorch_gradients.h"  // PyTorch's answers: pytorch::kXorLoss, pytorch::kRandom, ...
 #include "tiny/tiny.h"
 
 using namespace tiny;
@@ -103,6 +105,11 @@ void backward(const VarPtr& loss) {
 // Largest |a - b| over all elements.
 static double largest_gap(const Tensor& a, const Tensor& b) { return abs(a - b).max().item(); }
 
+// PyTorch's numbers, from the fixture, as a float64 tensor of `shape`.
+static Tensor pytorch_values(const double* values, const Shape& shape) {
+  return from_vector<double>(std::vector<double>(values, values + shape_numel(shape)), shape);
+}
+
 // A gradient rounded to 4 decimals, as a Python list (adding 0.0 turns -0.0 into 0.0).
 static std::string rounded(const Tensor& t) {
   std::vector<double> values = t.reshape({-1}).tolist();
@@ -110,9 +117,9 @@ static std::string rounded(const Tensor& t) {
   return format_list(values);
 }
 
-// Part 1: one step of the XOR network, by our tape and by the library's.
+// Part 1: one step of the XOR network, by our tape, checked against PyTorch's gradients.
 static void xor_step() {
-  std::printf("== ours against the library: one XOR step ==\n");
+  std::printf("== ours against PyTorch: one XOR step ==\n");
   const Tensor x = tensor({{1.0, 0.0}}, kFloat64), y = tensor({{1.0}}, kFloat64);
   const Tensor W1 = tensor({{0.5, -0.4}, {0.3, 0.8}}, kFloat64), b1 = tensor({0.0, 0.1}, kFloat64);
   const Tensor w2 = tensor({{0.7}, {-0.6}}, kFloat64), b2 = tensor({0.1}, kFloat64);
@@ -132,20 +139,30 @@ static void xor_step() {
   ref.backward();
   //! [xor]
 
-  std::printf("loss: ours %.4f, library %.4f\n", loss->data.item(), ref.item());
+  // PyTorch's loss and gradients for the same step (pytorch_gradients.h).
+  const Tensor pytorch[] = {pytorch_values(pytorch::kXorW1, {2, 2}),
+                            pytorch_values(pytorch::kXorB1, {2}),
+                            pytorch_values(pytorch::kXorW2, {2, 1}),
+                            pytorch_values(pytorch::kXorB2, {1})};
+  std::printf("loss: ours %.4f, PyTorch %.4f\n", loss->data.item(), pytorch::kXorLoss);
   const char* names[] = {"W1", "b1", "w2", "b2"};
-  for (size_t i = 0; i < 4; ++i)
-    std::printf("dL/d%s: %s   largest gap to library %.1e\n", names[i],
-                rounded(ours[i]->grad).c_str(), largest_gap(ours[i]->grad, theirs[i].grad()));
+  double library_gap = std::fabs(ref.item() - pytorch::kXorLoss);
+  for (size_t i = 0; i < 4; ++i) {
+    std::printf("dL/d%s: %s   largest gap to PyTorch %.1e\n", names[i],
+                rounded(ours[i]->grad).c_str(), largest_gap(ours[i]->grad, pytorch[i]));
+    library_gap = std::max(library_gap, largest_gap(theirs[i].grad(), pytorch[i]));
+  }
+  std::printf("the library's autograd, same step: largest gap to PyTorch %.1e\n", library_gap);
 }
 
 // Part 2: the same comparison on 200 random networks, in which one weight matrix serves two
 // layers and the bias is stretched from shape (1, 5) to 8 rows; then a third opinion, from
-// finite differences.
+// finite differences. Generator(0) draws the numbers torch.Generator().manual_seed(0) draws, so
+// these are the networks PyTorch answered for in pytorch_gradients.h.
 static void random_networks() {
   std::printf("\n== 200 random networks, and finite differences ==\n");
   Generator gen(0);
-  double worst = 0, worst_fd = 0;
+  double worst = 0, worst_library = 0, worst_fd = 0;
   for (int trial = 0; trial < 200; ++trial) {
     const Tensor x = randn({8, 5}, kFloat64, gen), W = randn({5, 5}, kFloat64, gen);
     const Tensor b = randn({1, 5}, kFloat64, gen), v = randn({5, 1}, kFloat64, gen);
@@ -160,8 +177,13 @@ static void random_networks() {
           matmul(relu(matmul(relu(matmul(x, tW) + tb), tW)), tv), y);
     };
     library_loss().backward();
-    worst = std::max({worst, largest_gap(oW->grad, tW.grad()), largest_gap(ob->grad, tb.grad()),
-                      largest_gap(ov->grad, tv.grad())});
+    const double* row = pytorch::kRandom[trial];
+    const Tensor pW = pytorch_values(row, {5, 5}), pb = pytorch_values(row + 25, {1, 5}),
+                 pv = pytorch_values(row + 30, {5, 1});
+    worst = std::max({worst, largest_gap(oW->grad, pW), largest_gap(ob->grad, pb),
+                      largest_gap(ov->grad, pv)});
+    worst_library = std::max({worst_library, largest_gap(tW.grad(), pW),
+                              largest_gap(tb.grad(), pb), largest_gap(tv.grad(), pv)});
     if (trial == 0) {
       // Central differences on every element of W: (L(W + h) - L(W - h)) / 2h.
       NoGradGuard no_grad;
@@ -179,8 +201,10 @@ static void random_networks() {
         }
     }
   }
-  std::printf("200 random cases, shared weight and (1, 5) bias: largest gap to library %.1e\n",
+  std::printf("200 random cases, shared weight and (1, 5) bias: largest gap to PyTorch %.1e\n",
               worst);
+  std::printf("the library's autograd, same networks: largest gap to PyTorch %.1e\n",
+              worst_library);
   std::printf("finite differences (h = 1e-6) on the shared weight: largest gap %.1e\n", worst_fd);
 }
 
