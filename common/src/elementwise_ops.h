@@ -86,6 +86,12 @@ namespace vec {
 // The float versions are always inlined, as fused_math.inc's functions are: a call that is not
 // inlined into the AVX2 or AVX-512 copy of a loop runs the plain x86-64 code per element.
 namespace fn {
+/// `r` computed from `x`, with the sign of an invalid result's NaN cleared (log(-1) is NaN): the
+/// C library gives x86's default NaN, whose sign bit is set, where PyTorch's CPU kernels (SLEEF)
+/// give a positive one. A NaN that came in goes out as it came.
+template <typename X, typename R> TINY_HD inline R positive_nan(X x, R r) {
+  return r != r && x == x ? R(std::fabs(r)) : r;
+}
 #define TINY_USING_STD(F) using std::F;
 TINY_MATH_FUNCTIONS(TINY_USING_STD)
 #undef TINY_USING_STD
@@ -93,7 +99,7 @@ TINY_MATH_FUNCTIONS(TINY_USING_STD)
   TINY_HD __attribute__((always_inline)) inline float F(float x) {                     \
     return TINY_HOST_OR_DEVICE(vec::tiny_##F##f(x), std::F(x));                        \
   }                                                                                    \
-  TINY_HD inline double F(double x) { return std::F(x); }
+  TINY_HD inline double F(double x) { return positive_nan(x, std::F(x)); }
 TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_FN)
 #undef TINY_VECTOR_FN
 /// True for NaN (always false for integers and bool).
@@ -158,7 +164,7 @@ struct Abs : OpBase {
 /// NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
 struct Relu : OpBase {
   static constexpr Types types = Types::NoBool;
-  TINY_MATH(1, is_nan(x) ? x : (x > T(0) ? x : T(0)))
+  TINY_MATH(1, x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
 };
 struct Sqrt : OpBase {
   static constexpr Types types = Types::Floating;
@@ -268,7 +274,8 @@ struct Div : OpBase {
 };
 struct Pow : OpBase {
   static constexpr Types types = Types::NoBool;
-  TINY_MATH_ONLY(2, pow(x, y))
+  // A negative base to a fractional power is NaN, positive as PyTorch's (see positive_nan).
+  TINY_MATH_ONLY(2, is_nan(y) ? pow(x, y) : positive_nan(x, pow(x, y)))
   template <typename T> TINY_HD TINY_INLINE T operator()(T base, T exponent) const {
     if constexpr (std::is_integral_v<T>) {
       // A negative power of an integer is 0 (1 / base truncated), except for 1 and -1, as in

@@ -91,9 +91,14 @@ const char* op_source_prelude() {
   "inline double " #F "(double x) { return __builtin_" #F "(x); }\n"
 #define TINY_VECTOR_TEXT(F)                                          \
   "inline float " #F "(float x) { return tiny_" #F "f(x); }\n"      \
-  "inline double " #F "(double x) { return __builtin_" #F "(x); }\n"
-    std::string s = "#ifdef __CUDACC_RTC__\n#define TINY_GENERATED_FN __device__ inline\n#else\n";
-    s += "#define TINY_GENERATED_FN inline\n";
+  "inline double " #F "(double x) { return positive_nan(x, __builtin_" #F "(x)); }\n"
+    std::string s =
+        "#ifdef __CUDACC_RTC__\n#define TINY_GENERATED_FN __device__ inline\n"
+        "#define TINY_GENERATED_FABS fabs\n#else\n#define TINY_GENERATED_FN inline\n"
+        "#define TINY_GENERATED_FABS __builtin_fabs\n#endif\n"
+        "template <typename X, typename R> TINY_GENERATED_FN R positive_nan(X x, R r) {\n"
+        "  return r != r && x == x ? R(TINY_GENERATED_FABS(r)) : r;\n}\n"
+        "#ifndef __CUDACC_RTC__\n";
     s += detail::fused_math_source();
     s += "\n" TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_TEXT) TINY_BUILTIN_TEXT(fabs)
         TINY_BUILTIN_TEXT(sqrt)

@@ -80,6 +80,7 @@ detail::Call pow_scalar_call(const Tensor& a, const Tensor& exponent, double e) 
     if (e == 2) call.kernel = row(OpId::square);
     if (e == 3) call.kernel = row(OpId::cube);
     if (e == 0.5) call.kernel = row(OpId::sqrt);
+    if (e == -0.5) call.kernel = row(OpId::rsqrt);
     if (e == -1) call.kernel = row(OpId::reciprocal);
   }
   return call;
