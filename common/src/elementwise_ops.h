@@ -164,7 +164,7 @@ struct Abs : OpBase {
 /// NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
 struct Relu : OpBase {
   static constexpr Types types = Types::NoBool;
-  TINY_MATH(1, x < T(0) ? T(0) : x)  // NaN and -0.0 pass through, as in PyTorch
+  TINY_MATH(1, max_of(x, T(0)))  // NaN and -0.0 pass through (x < 0 is false), as in PyTorch
 };
 struct Sqrt : OpBase {
   static constexpr Types types = Types::Floating;
@@ -280,11 +280,12 @@ struct Pow : OpBase {
     if constexpr (std::is_integral_v<T>) {
       // A negative power of an integer is 0 (1 / base truncated), except for 1 and -1, as in
       // PyTorch; pow with a negative number as the exponent was refused before.
-      if (exponent < 0) {
-        if (base == T(1)) return T(1);
-        if constexpr (std::is_signed_v<T>)
+      if constexpr (std::is_signed_v<T>) {
+        if (exponent < 0) {
+          if (base == T(1)) return T(1);
           if (base == T(-1)) return (exponent & 1) ? T(-1) : T(1);
-        return T(0);
+          return T(0);
+        }
       }
       // Square and multiply, wrapping as PyTorch's integers wrap: in the unsigned type of the
       // same width, where overflow is defined (in the signed type it would not be).
