@@ -90,16 +90,24 @@ TEST(Einops, MalformedPatternsRaiseClearErrors) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (h d) -> a b h d"); },
                                         "Could not infer sizes for {'h', 'd'}"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b (c -> a b c"); },
+                                        "Imbalanced parentheses in expression: \"a b (c \""));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a b c) -> a b c"); },
                                         "Brackets are not balanced"));
   EXPECT_TRUE(
       throws_with<RuntimeError>([&] { rearrange(x, "a b c"); }, "Pattern must contain '->'"));
   EXPECT_TRUE(
       throws_with<RuntimeError>([&] { rearrange(x, "a a c -> a c"); }, "duplicate dimension"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { reduce(x, "a b c -> a b", "median"); },
-                                        "Unknown reduction 'median'"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { reduce(x, "a b c -> a b", "median"); },
+      "Unknown reduction median. Expect one of ('min', 'max', 'sum', 'mean', 'prod', 'any', "
+      "'all')."));
   EXPECT_TRUE(
       throws_with<RuntimeError>([&] { reduce(x, "a b c -> a d", "sum"); },
-                                "Unexpected identifiers on the right side of reduce: {'d'}"));
+                                "Unexpected identifiers on the right side of reduce sum: {'d'}"));
+  // rearrange names every identifier found on one side only, from both sides.
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { rearrange(x, "a b c -> a b d"); },
+      "Identifiers only on one side of expression (should be on both): {'c', 'd'}"));
   EXPECT_TRUE(throws_with<RuntimeError>(
       [&] {
         einsum(x, ones({4, 8}), "a b c, d c -> a b e");
@@ -113,4 +121,25 @@ TEST(Einops, MalformedPatternsRaiseClearErrors) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, "a b c, d -> a"); },
                                         "names 2 operands, but 1 were given"));
   EXPECT_TRUE(equal(x, ones({2, 3, 8})));
+}
+
+// The reductions besides sum, mean and max, against loops: min (integers too, where the order
+// reversal must not overflow at the type's minimum), prod, and any/all, which give bool.
+TEST(Einops, MinProdAnyAll) {
+  const Tensor i = tensor({{INT32_MIN, 5, -7}, {3, INT32_MAX, 0}}, kInt32);
+  EXPECT_EQ(reduce(i, "a b -> a", "min").tolist(), (std::vector<double>{INT32_MIN, 0}));
+  EXPECT_EQ(reduce(i, "a b -> b", "max").tolist(), (std::vector<double>{3, INT32_MAX, 0}));
+  EXPECT_EQ(reduce(i, "a b -> a", "min").dtype(), kInt32);
+  const Tensor f = tensor({{1.5, -2.0, 4.0}, {0.5, 3.0, -1.0}});
+  EXPECT_EQ(reduce(f, "a b -> b", "min").tolist(), (std::vector<double>{0.5, -2.0, -1.0}));
+  EXPECT_EQ(reduce(f, "a b -> a", "prod").tolist(), (std::vector<double>{-12.0, -1.5}));
+  EXPECT_EQ(reduce(tensor({{2, 3}, {4, 5}}), "a b -> ", "prod").item(), 120);
+  EXPECT_EQ(reduce(tensor({{2, 3}, {4, 5}}), "a b -> ", "prod").dtype(), kInt64);
+  const Tensor flags = tensor({{true, false}, {false, false}});
+  EXPECT_EQ(reduce(flags, "a b -> a", "any").tolist(), (std::vector<double>{1, 0}));
+  EXPECT_EQ(reduce(flags, "a b -> b", "all").tolist(), (std::vector<double>{0, 0}));
+  EXPECT_EQ(reduce(f, "a b -> a", "all").dtype(), kBool);
+  EXPECT_EQ(reduce(flags, "a b -> a", "min").dtype(), kBool);
+  // The ellipsis merged on the right.
+  EXPECT_EQ(rearrange(ones({2, 3, 4}), "b ... -> b (...)").shape(), (Shape{2, 12}));
 }

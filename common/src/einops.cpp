@@ -77,7 +77,7 @@ Groups parse_side(const std::string& side) {
       i = j;
     }
   }
-  if (open) throw PatternError{"Brackets are not balanced"};
+  if (open) throw PatternError{"Imbalanced parentheses in expression: \"" + side + "\""};
   return groups;
 }
 
@@ -194,7 +194,8 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     if (std::any_of(left.begin(), left.end(), merges_ellipsis))
       throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed"};
     if (has_ellipsis(right) && !has_ellipsis(left))
-      throw PatternError{"Ellipsis found in right side, but not left side of a pattern"};
+      throw PatternError{"Ellipsis found in right side, but not left side of a pattern " +
+                         pattern};
 
     // How many dimensions the ellipsis stands for.
     const int64_t named = static_cast<int64_t>(left.size()) - (has_ellipsis(left) ? 1 : 0);
@@ -209,22 +210,20 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
     const auto lnames = names_of(left), rnames = names_of(right);
     const std::set<std::string> lset(lnames.begin(), lnames.end()),
         rset(rnames.begin(), rnames.end());
-    std::set<std::string> only_right;
+    // A name on one side only: reduce may drop names (it reduces them) but not invent them;
+    // rearrange must keep every name, and einops lists all the odd ones out at once.
+    std::set<std::string> only_right, one_side;
     for (const auto& n : rset)
       if (!lset.count(n)) only_right.insert(n);
-    if (!only_right.empty())
-      throw PatternError{
-          (is_reduce ? "Unexpected identifiers on the right side of reduce: "
-                     : "Identifiers only on one side of expression (should be on both): ") +
-          set_str(only_right)};
-    if (!is_reduce) {
-      std::set<std::string> only_left;
-      for (const auto& n : lset)
-        if (!rset.count(n)) only_left.insert(n);
-      if (!only_left.empty())
-        throw PatternError{"Identifiers only on one side of expression (should be on both): " +
-                           set_str(only_left)};
-    }
+    one_side = only_right;
+    for (const auto& n : lset)
+      if (!rset.count(n)) one_side.insert(n);
+    if (is_reduce && !only_right.empty())
+      throw PatternError{"Unexpected identifiers on the right side of reduce " + reduction + ": " +
+                         set_str(only_right)};
+    if (!is_reduce && !one_side.empty())
+      throw PatternError{"Identifiers only on one side of expression (should be on both): " +
+                         set_str(one_side)};
     for (const auto& [name, size] : sizes)
       if (!lset.count(name)) throw PatternError{"Axis " + name + " is not used in transform"};
 
@@ -270,9 +269,12 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
       else if (reduction == "mean") t = mean(t, reduce_dims);
       else if (reduction == "max" || reduction == "min") t = extreme(t, reduce_dims, reduction);
       else if (reduction == "prod") t = product(t, reduce_dims);
+      else if (reduction == "any" || reduction == "all")  // is any (all) element nonzero
+        t = extreme(ne(t, scalar_tensor(0, t.dtype())), reduce_dims,
+                    reduction == "any" ? "max" : "min");
       else
-        throw PatternError{"Unknown reduction '" + reduction +
-                           "' (use sum, mean, max, min or prod)"};
+        throw PatternError{"Unknown reduction " + reduction +
+                           ". Expect one of ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all')."};
     }
 
     // Order as the right side lists its axes, then merge its groups.

@@ -19,8 +19,8 @@ using AxisSizes = std::map<std::string, int64_t>;
 
 /// Reorders, splits and merges dimensions; a view when the strides allow, else a copy.
 Tensor rearrange(const Tensor& x, const std::string& pattern, const AxisSizes& sizes = {});
-/// Like rearrange, reducing the dimensions missing on the right with "sum", "mean", "max", "min"
-/// or "prod".
+/// Like rearrange, reducing the dimensions missing on the right with "sum", "mean", "max", "min",
+/// "prod", "any" or "all" (the last two give bool).
 Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& reduction,
               const AxisSizes& sizes = {});
 /// Multiplies and sums over named dimensions:
