@@ -156,10 +156,12 @@ struct Neg : OpBase {
   static constexpr Types types = Types::NoBool;
   TINY_MATH(1, -x)
 };
-/// `+ T(0)` turns -0.0 into +0.0 (and leaves every other value alone), as fabs would.
+/// `+ T(0)` turns -0.0 into +0.0 (and leaves every other value alone), as fabs would. -x > x is
+/// x < 0 for floats and signed integers, and false for an unsigned type, whose -x is a negative
+/// int (nvcc calls x < 0 on an unsigned type a pointless comparison).
 struct Abs : OpBase {
   static constexpr Types types = Types::NoBool;
-  TINY_MATH(1, x < T(0) ? -x : x + T(0))
+  TINY_MATH(1, -x > x ? -x : x + T(0))
 };
 /// NaN > 0 is false, so a plain comparison would turn NaN into 0; PyTorch's relu keeps NaN.
 struct Relu : OpBase {
