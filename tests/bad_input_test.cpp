@@ -425,6 +425,36 @@ std::string render_page() {
 
 TEST(BadInput, TheTableHasAtLeastSixtyRows) { EXPECT_GE(table().size(), 60u); }
 
+// The table's last column against PyTorch itself: tests/fixtures/bad_inputs_torch.txt holds what
+// PyTorch 1.13 raised for each row's mistake written in Python. A row marked "same" must raise
+// exactly that class and text (einops' EinopsError is a RuntimeError, which the library raises);
+// a row marked as the library's own must not. The script has no call for a few rows (1.13 scales
+// only CUDA tensors in GradScaler, for one): those were read from PyTorch's source instead.
+TEST(BadInput, PyTorchsColumnIsPyTorchs) {
+  std::ifstream in(std::filesystem::path(TINY_SOURCE_DIR) / "tests/fixtures/bad_inputs_torch.txt");
+  ASSERT_TRUE(in) << "tests/fixtures/bad_inputs_torch.txt is missing";
+  std::vector<std::string> pytorch;
+  for (std::string line; std::getline(in, line);) {
+    const size_t einops = line.find(": EinopsError: ");
+    if (einops != std::string::npos) line.replace(einops, 15, ": RuntimeError: ");
+    pytorch.push_back(line);
+  }
+  ASSERT_EQ(pytorch.size(), table().size()) << "rerun tests/fixtures/bad_inputs_torch.py";
+  for (size_t i = 0; i < table().size(); ++i) {
+    const BadInput& row = table()[i];
+    std::string message = row.message;
+    for (size_t at = 0; (at = message.find('\n', at)) != std::string::npos;)
+      message.replace(at, 1, "\\n");
+    const std::string ours = std::to_string(i) + ": " + row.exception + ": " + message;
+    if (pytorch[i] == std::to_string(i) + ": (no PyTorch equivalent)") continue;
+    // einops prints sets of names in Python's hash order; the library in a fixed one.
+    const std::string theirs = tiny::testing::sorted_sets(pytorch[i]),
+                      same = tiny::testing::sorted_sets(ours);
+    if (row.pytorch_text) EXPECT_EQ(theirs, same) << "row " << i << " (" << row.mistake << ")";
+    else EXPECT_NE(theirs, same) << "row " << i << " is marked as the library's own text";
+  }
+}
+
 TEST(BadInput, ThePageIsTheTable) {
   const std::filesystem::path path = std::filesystem::path(TINY_SOURCE_DIR) / "docs/bad_inputs.md";
   const std::string expected = render_page();

@@ -643,21 +643,6 @@ bool both_nan_or_equal(double a, double b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
 
-// `text` with the names inside each "{'a', 'b'}" sorted.
-std::string sorted_sets(std::string text) {
-  for (size_t open = text.find("{'"); open != std::string::npos; open = text.find("{'", open + 1)) {
-    const size_t close = text.find("'}", open);
-    if (close == std::string::npos) break;
-    std::vector<std::string> names = split(text.substr(open + 1, close + 1 - open - 1), ',');
-    for (std::string& n : names) n.erase(0, n.find_first_not_of(' '));
-    std::sort(names.begin(), names.end());
-    std::string joined;
-    for (size_t i = 0; i < names.size(); ++i) joined += (i ? ", " : "") + names[i];
-    text.replace(open + 1, close + 1 - open - 1, joined);
-  }
-  return text;
-}
-
 const std::vector<Documented>& documented() {
   static const std::vector<Documented> rules = {
       {"errors output_saved_then_modified",
@@ -673,7 +658,7 @@ const std::vector<Documented>& documented() {
        "them. Errors that differ only in that order count here.",
        [](const std::string& key, const std::string& expected, const std::string& got) {
          return key.rfind("einops ", 0) == 0 && expected != got &&
-                sorted_sets(expected) == sorted_sets(got);
+                tiny::testing::sorted_sets(expected) == tiny::testing::sorted_sets(got);
        }},
       {"arithmetic, NaN bits",
        "PyTorch's NaN sign and payload depend on the dtype and on whether its vector or its "

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,27 @@ inline std::string python_exception_name(const std::exception& e) {
   if (dynamic_cast<const RuntimeError*>(&e)) return "RuntimeError";
   if (dynamic_cast<const Error*>(&e)) return "Error";
   return "std::exception";
+}
+
+// `text` with the names inside each "{'a', 'b'}" sorted: einops prints a set of names in
+// Python's hash order, the library in a fixed one.
+inline std::string sorted_sets(std::string text) {
+  for (size_t open = text.find("{'"); open != std::string::npos; open = text.find("{'", open + 1)) {
+    const size_t close = text.find("'}", open);
+    if (close == std::string::npos) break;
+    std::vector<std::string> names;
+    std::string name;
+    for (char c : text.substr(open + 1, close - open)) {
+      if (c == ',') names.push_back(name), name.clear();
+      else if (c != ' ') name += c;
+    }
+    names.push_back(name);
+    std::sort(names.begin(), names.end());
+    std::string joined;
+    for (size_t i = 0; i < names.size(); ++i) joined += (i ? ", " : "") + names[i];
+    text.replace(open + 1, close - open, joined);
+  }
+  return text;
 }
 
 inline int64_t uniform_int(std::mt19937_64& rng, int64_t lo, int64_t hi) {
