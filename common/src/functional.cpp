@@ -19,6 +19,13 @@ void require_floating(const char* op, const Tensor& t) {
                     dtype_legacy_name(t.dtype()) + "'");
 }
 
+// The kernel PyTorch names when softmax or log_softmax gets a dtype it lacks: one per op over the
+// last dimension, one for both over any other.
+const char* softmax_kernel(const std::string& op, const Tensor& x, int64_t dim) {
+  if (dim != std::max<int64_t>(x.dim() - 1, 0)) return "softmax_kernel_impl";
+  return op == "softmax" ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl";
+}
+
 void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape())
     throw ValueError(std::string(op) + ": Target size (" + detail::shape_str(b.shape()) +
@@ -33,8 +40,8 @@ void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
 Tensor log_softmax(const Tensor& input, int64_t dim) {
   const Tensor x = detail::autocast(input, detail::kAutocastFloat32OnCuda);
   const detail::AutocastOff inside;
-  require_floating("log_softmax", x);
   dim = wrap_dim(dim, x.dim());
+  require_floating(softmax_kernel("log_softmax", x, dim), x);
   Tensor out;
   if (x.numel() == 0) {
     out = empty(x.shape(), x.dtype(), x.device());  // nothing to normalise (max would refuse)
@@ -59,8 +66,8 @@ Tensor log_softmax(const Tensor& input, int64_t dim) {
 Tensor softmax(const Tensor& input, int64_t dim) {
   const Tensor x = detail::autocast(input, detail::kAutocastFloat32OnCuda);
   const detail::AutocastOff inside;
-  require_floating("softmax", x);
   dim = wrap_dim(dim, x.dim());
+  require_floating(softmax_kernel("softmax", x, dim), x);
   Tensor out;
   if (x.numel() == 0) {
     out = empty(x.shape(), x.dtype(), x.device());  // nothing to normalise (max would refuse)
@@ -144,7 +151,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
   const Tensor log_probs = detail::autocast(input, detail::kAutocastFloat32);
   const detail::AutocastOff inside;
   require_floating("nll_loss", log_probs);
-  if (log_probs.dim() == 2 && target.dim() == 1 && target.size(0) != log_probs.size(0))
+  if (log_probs.dim() == 2 && target.dim() >= 1 && target.size(0) != log_probs.size(0))
     throw ValueError("Expected input batch_size (" + std::to_string(log_probs.size(0)) +
                      ") to match target batch_size (" + std::to_string(target.size(0)) + ").");
   if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))

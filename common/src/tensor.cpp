@@ -337,6 +337,11 @@ Tensor Tensor::expand(const Shape& shape) const {
                        ") must be greater or equal to the number of dimensions in the tensor (" +
                        std::to_string(dim()) + ")");
   }
+  // A 0-dim tensor has no size for -1 to keep; PyTorch (1.13) reports any negative size of it as
+  // the overflow of the result's element count.
+  if (dim() == 0)
+    for (int64_t size : shape)
+      if (size < 0) throw RuntimeError("numel: integer multiplication overflow");
   Shape out_shape(n);
   Strides out_strides(n);
   for (int64_t i = n - 1; i >= 0; --i) {

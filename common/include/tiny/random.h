@@ -100,7 +100,7 @@ Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_genera
 /// Integers in [low, high) (torch.randint(low, high, shape)).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
 /// A random permutation of 0, ..., n - 1 (torch.randperm): int64 by default; int32 and the
-/// float types other than bfloat16 as PyTorch allows them.
+/// float types as PyTorch allows them, each up to the n its values hold exactly.
 Tensor randperm(int64_t n, DType dtype = kInt64, Generator& gen = default_generator());
 
 }  // namespace tiny
