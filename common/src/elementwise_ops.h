@@ -289,13 +289,15 @@ struct Pow : OpBase {
           return T(0);
         }
       }
-      // Square and multiply, wrapping as PyTorch's integers wrap: in the unsigned type of the
-      // same width, where overflow is defined (in the signed type it would not be).
-      using U = std::make_unsigned_t<T>;
+      // Square and multiply, wrapping as PyTorch's integers wrap: in an unsigned type at least
+      // as wide as int, where overflow is defined (the signed type's is undefined, and a
+      // narrower unsigned type would be promoted to int, whose 65529 * 65529 overflows). Only
+      // the low bits are kept, and those wrap the same in the wider type.
+      using U = std::conditional_t<sizeof(T) <= sizeof(uint32_t), uint32_t, uint64_t>;
       U result = 1, b = static_cast<U>(base);
       for (U e = static_cast<U>(exponent); e != 0; e >>= 1) {
-        if (e & 1) result = static_cast<U>(result * b);
-        b = static_cast<U>(b * b);
+        if (e & 1) result *= b;
+        b *= b;
       }
       return static_cast<T>(result);
     } else {
