@@ -118,6 +118,12 @@ TEST(Einops, MalformedPatternsRaiseClearErrors) {
         einsum(x, ones({4, 7}), "a b c, d c -> a b d");
       },
       "axis 'c' has size 8 in one operand and 7 in another"));
+  // "(...)" merges dimensions, which rearrange and reduce do on their right side; einsum does
+  // not group axes at all (the fuzzer once found it reading an empty group).
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, "... -> (...)"); },
+                                        "einsum does not take parentheses"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(ones({2}), "a (...) -> a"); },
+                                        "einsum does not take parentheses"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { einsum(x, "a b c, d -> a"); },
                                         "names 2 operands, but 1 were given"));
   EXPECT_TRUE(equal(x, ones({2, 3, 8})));

@@ -417,7 +417,7 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
     std::vector<int64_t> own(operands.size(), 0);
     for (size_t k = 0; k < operands.size(); ++k) {
       for (const auto& g : inputs[k])
-        if (g.size() != 1 && !(g.size() == 1 && g[0] == kEllipsis))
+        if (g.size() != 1 || merges_ellipsis(g))
           throw PatternError{"einsum does not take parentheses or '1' in its pattern"};
       check_unique(inputs[k]);
       const int64_t named =
@@ -429,6 +429,9 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
       own[k] = operands[k].dim() - named;
       ellipsis_dims = std::max(ellipsis_dims, own[k]);
     }
+    for (const auto& g : output)
+      if (g.size() != 1 || merges_ellipsis(g))
+        throw PatternError{"einsum does not take parentheses or '1' in its pattern"};
     check_unique(output);
     std::vector<Named> named;
     for (size_t k = 0; k < operands.size(); ++k) {
