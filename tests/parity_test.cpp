@@ -701,8 +701,8 @@ const std::vector<Documented>& documented() {
                 got.find("this tape records out-of-place operations only") != std::string::npos;
        }},
       {"einops, the order of a set",
-       "einops prints a set of names in Python's hash order ({'c', 'b'}); the library sorts "
-       "them. Errors that differ only in that order count here.",
+       "einops prints a set of names in Python's hash order ({'c', 'b'}); the library in a "
+       "fixed one. Errors that differ only in that order count here.",
        [](const std::string& key, const std::string& expected, const std::string& got) {
          return key.rfind("einops ", 0) == 0 && expected != got &&
                 tiny::testing::sorted_sets(expected) == tiny::testing::sorted_sets(got);
