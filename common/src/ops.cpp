@@ -44,7 +44,8 @@ ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
   if (is_integral(dt) && alpha.kind() == Scalar::Kind::Float)
     throw RuntimeError(
         "For integral input tensors, argument alpha must not be a floating point number.");
-  if (dt == kBool && alpha.kind() != Scalar::Kind::Bool && alpha.to_double() != 1)
+  // A bool alpha is for bool results only; a bool result takes any alpha (nonzero is true).
+  if (alpha.kind() == Scalar::Kind::Bool && dt != kBool)
     throw RuntimeError("Boolean alpha only supported for Boolean results.");
   return {alpha.to_double()};
 }

@@ -298,6 +298,8 @@ Tensor Tensor::index(const IndexList& indices) const {
     throw IndexError(
         "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  if (dim() == 0 && !indices.items.empty())  // a slice: PyTorch's slice() text
+    throw IndexError("slice() cannot be applied to a 0-dim tensor.");
   if (static_cast<int64_t>(indices.items.size()) > dim())
     throw IndexError("too many indices for tensor of dimension " + std::to_string(dim()));
   Tensor out = *this;
