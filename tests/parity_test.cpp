@@ -582,6 +582,22 @@ const std::map<std::string, std::function<void()>>& errors() {
       {"adagrad_negative_initial_accumulator",
        [] { optim::Adagrad({leaf({2})}, {.initial_accumulator_value = -1.0}); }},
       {"optimizer_no_params", [] { optim::SGD(std::vector<Tensor>{}, {.lr = 0.1}); }},
+      {"grad_of_another_size", [] { leaf({3}).set_grad(ones({2})); }},
+      {"normal_negative_std",
+       [] {
+         Tensor t = empty({3});
+         normal_(t, 0.0, -1.0);
+       }},
+      {"add_bool_alpha", [] { add(tensor({true}), tensor({true}), 2); }},
+      {"add_float_bool_alpha", [] { add(ones({2}), ones({2}), true); }},
+      {"set_num_threads_zero", [] { set_num_threads(0); }},
+      {"inplace_0d_broadcast", [] { scalar_tensor(1.0).add_(ones({3})); }},
+      {"addmm_mat2_1d", [] { addmm(ones({2, 2}), ones({2, 3}), ones({3})); }},
+      {"tril_0d", [] { scalar_tensor(1.0).tril(); }},
+      {"eye_negative_n", [] { eye(-1); }},
+      {"eye_negative_m", [] { eye(2, -2); }},
+      {"slice_0d", [] { scalar_tensor(1.0).index({Slice{0, 1}}); }},
+      {"randn_negative", [] { randn({-1}); }},
   };
   return table;
 }
