@@ -68,7 +68,7 @@ def grade(build, chapters):
 
 
 def check_starter(build, chapters):
-    # The exercises removed from this copy: the NotImplementedError("<name>") lines the starter
+    # The exercises removed from this copy: the ExerciseNotImplemented("<name>") lines the starter
     # script wrote into its sources (the build folder itself is skipped).
     exercises = set()
     copy_root = os.path.dirname(os.path.abspath(build))
@@ -78,7 +78,7 @@ def check_starter(build, chapters):
         for f in files:
             if f.endswith((".h", ".cpp", ".cu")):
                 text = open(os.path.join(folder, f), errors="replace").read()
-                exercises.update(re.findall(r'NotImplementedError\("([a-z_0-9]+)"\)', text))
+                exercises.update(re.findall(r'ExerciseNotImplemented\("([a-z_0-9]+)"\)', text))
     reasons, unexplained, passed = set(), [], 0
     for chapter in chapters:
         _, cases = run_label(build, chapter[:4], build)

@@ -8,7 +8,7 @@ Every file git tracks (or would track: untracked files that are not ignored) is 
 and CUDA sources, each region between
     // BEGIN SOLUTION chNN <exercise>
     // END SOLUTION chNN <exercise>
-is replaced by a line that throws tiny::NotImplementedError("<exercise>"), whose message reads
+is replaced by a line that throws tiny::ExerciseNotImplemented("<exercise>"), whose message reads
 "not implemented: <exercise>". With CHAPTER (like ch03 or 03), only that chapter's exercises are
 removed and the earlier chapters' solutions stay, for a class that works chapter by chapter.
 The copy builds; the tests that need an exercise fail with that message until the student
@@ -38,7 +38,7 @@ def strip(text, path, chapter=None):
                 continue
             exercises.append(open_name)
             out.append(f'{b[1]}// TODO(exercise {open_name}): write this; see the chapter\'s README.\n')
-            out.append(f'{b[1]}throw tiny::NotImplementedError("{open_name}");\n')
+            out.append(f'{b[1]}throw tiny::ExerciseNotImplemented("{open_name}");\n')
         elif e:
             if e[2] != open_name:
                 sys.exit(f"{path}:{number}: END SOLUTION {e[2]} does not close {open_name}")

@@ -266,11 +266,12 @@ TEST(Autocast, BackwardInsideAScopeIsNotCastAgain) {
 TEST(Autocast, AddmmChecksItsOperands) {
   EXPECT_TRUE(throws_with<RuntimeError>(
       [] { addmm(zeros({3}), ones({2, 4}), ones({5, 3})); },
-      "mat1 and mat2 shapes cannot be multiplied (2x4 and 5x3)"));
+      "addmm: mat1 and mat2 shapes cannot be multiplied (2x4 and 5x3)"));
+  // PyTorch 2.x calls mat1 "self" in this message.
   EXPECT_TRUE(throws_with<RuntimeError>([] { addmm(zeros({3}), ones({4}), ones({4, 3})); },
-                                        "mat1 must be a matrix, got 1-D tensor"));
+                                        "addmm: self must be a matrix, got 1-D tensor"));
   EXPECT_TRUE(throws_with<RuntimeError>([] { addmm(zeros({3}), ones({2, 4}), ones({4})); },
-                                        "mat2 must be a matrix, got 1-D tensor"));
+                                        "addmm: mat2 must be a matrix, got 1-D tensor"));
   EXPECT_TRUE(throws_with<RuntimeError>(
       [] { addmm(zeros({3}, kFloat64), ones({2, 4}), ones({4, 3})); },
       "self and mat2 must have the same dtype"));

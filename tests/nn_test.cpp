@@ -210,8 +210,10 @@ TEST(Nn, LinearTransposesItsWeightWithT) {
   const auto& next = y.grad_fn()->next_functions();
   ASSERT_EQ(next.size(), 3u);
   EXPECT_EQ(next[1].fn, nullptr);
-  // A 3-D contiguous batch is flattened into the same addmm (PyTorch's ViewBackward0 on top);
-  // a 1-D input goes through matmul and adds the bias after (AddBackward0).
-  EXPECT_EQ(layer.forward(ones({5, 4, 3})).grad_fn()->name(), "ViewBackward0");
-  EXPECT_EQ(layer.forward(ones({3})).grad_fn()->name(), "AddBackward0");
+  // Any other contiguous input is flattened into the same addmm, viewed back as PyTorch 2.x's
+  // _unsafe_view (1.13: ViewBackward0 for 3-D, matmul and then the bias for the others); a
+  // strided one goes through matmul and adds the bias after (AddBackward0).
+  EXPECT_EQ(layer.forward(ones({5, 4, 3})).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(layer.forward(ones({3})).grad_fn()->name(), "UnsafeViewBackward0");
+  EXPECT_EQ(layer.forward(ones({5, 3, 4}).transpose(1, 2)).grad_fn()->name(), "AddBackward0");
 }

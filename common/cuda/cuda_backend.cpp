@@ -44,8 +44,7 @@ Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor) {
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   const DType dt = a.dtype();
   if (!is_floating(dt))
-    throw RuntimeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(dt) +
-                    "'");
+    throw not_implemented_for("addmm_cuda", dt);
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   const int64_t nb = shape_numel(Shape(a.shape().begin(), a.shape().end() - 2));
   cuda::gemm(out.view({nb, M, N}), a.reshape({nb, M, K}), b.reshape({nb, K, N}));

@@ -54,8 +54,7 @@ cudaDataType_t cuda_type(DType d) {
     case kFloat16: return CUDA_R_16F;
     case kBFloat16: return CUDA_R_16BF;
     default:
-      throw RuntimeError(std::string("\"addmm_cuda\" not implemented for '") + dtype_legacy_name(d) +
-                      "'");
+      throw not_implemented_for("addmm_cuda", d);
   }
 }
 

@@ -196,7 +196,9 @@ Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
 
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined() && grad.shape() != shape_)
-    throw RuntimeError("assigned grad has data of a different size");
+    throw RuntimeError("attempting to assign a gradient of size '" + detail::shape_str(grad.shape()) +
+                       "' to a tensor of size '" + detail::shape_str(shape_) +
+                       "'. Please ensure that the gradient and the tensor are the same size");
   AutogradMeta& meta = ensure_autograd_meta();
   // The old gradient, if anything else still holds it, is no longer one.
   if (meta.grad.defined() && meta.grad.storage()->category() == MemoryCategory::gradients)
@@ -248,7 +250,7 @@ struct SavedTensor::Kept {
   Shape shape;
   DType dtype = kFloat32;
   Device device = Device::cpu();
-  std::string producer;  // the node that computed the tensor ("" for a leaf or a plain tensor)
+  std::string producer;  // the op that computed the tensor ("" for a leaf or a plain tensor)
 
   // The graph keeps `packed` for backward: its storage counts as an activation while it does.
   void mark() const {
@@ -270,7 +272,15 @@ SavedTensor::SavedTensor(const Tensor& t, const char* op) {
   kept->shape = t.shape();
   kept->dtype = t.dtype();
   kept->device = t.device();
-  if (t.grad_fn()) kept->producer = t.grad_fn()->name();
+  if (t.grad_fn()) {
+    // PyTorch 2.x names the op, the node's name without its "Backward<N>" (1.13: the node).
+    std::string name = t.grad_fn()->name();
+    const size_t at = name.rfind("Backward");
+    if (at != std::string::npos &&
+        name.find_first_not_of("0123456789", at + 8) == std::string::npos)
+      name.resize(at);
+    kept->producer = name;
+  }
   Tensor detached = t.detach();
   if (t_hooks.empty()) {
     kept->packed = std::move(detached);
@@ -296,7 +306,7 @@ Tensor SavedTensor::unpack() const {
   const Kept& k = *kept_;
   if (auto storage = k.storage.lock(); storage && storage->version() != k.version)
     // PyTorch names the tensor by its legacy type (torch.FloatTensor, torch.cuda.HalfTensor) and
-    // the node that made it, if any.
+    // the op that made it, if any.
     throw RuntimeError(
         "one of the variables needed for gradient computation has been modified "
         "by an inplace operation: [torch." +
@@ -306,7 +316,7 @@ Tensor SavedTensor::unpack() const {
         " is at version " + std::to_string(storage->version()) + "; expected version " +
         std::to_string(k.version) +
         " instead. Hint: enable anomaly detection to find the operation that failed to compute "
-        "its gradient, with torch.autograd.set_detect_anomaly(True).");
+        "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).");
   if (k.frame) return k.frame->unpack(k.index);
   return k.unpack_hook ? k.unpack_hook(k.packed) : k.packed;
 }

@@ -92,4 +92,10 @@ Tensor sum_to(const Tensor& g, const Shape& shape);
 Tensor scatter_into_zeros(const Tensor& g, const Shape& base_shape, DType dtype,
                           const std::function<Tensor(const Tensor&)>& view_of);
 
+/// A fresh result `t` (nothing else holds it) viewed as `shape`, recorded as PyTorch records a
+/// reshape of a product it made itself: its _unsafe_view (UnsafeViewBackward0), or the in-place
+/// squeeze_(0) of 1-D @ 2-D (`node` SqueezeBackward4 in PyTorch 2.x, SqueezeBackward3 in 1.13).
+/// Defined in matmul.cpp; linear's flattened batch uses it too.
+Tensor unsafe_view(const Tensor& t, const Shape& shape, const char* node = "UnsafeViewBackward0");
+
 }  // namespace tiny::detail

@@ -115,7 +115,9 @@ Tensor Tensor::pin_memory() const {
 }
 
 double Tensor::item() const {
-  if (numel() != 1) throw ValueError("only one element tensors can be converted to Python scalars");
+  if (numel() != 1)
+    throw RuntimeError("a Tensor with " + std::to_string(numel()) +
+                       " elements cannot be converted to Scalar");
   // Reading a GPU value on the host waits for the work that computes it: a hidden synchronize.
   // (cpu() of a CPU tensor is the tensor itself.)
   detail::op_device("item", {this});

@@ -132,10 +132,6 @@ struct Promotion {
   }
 };
 
-std::string not_implemented(const char* name, DType d) {
-  return std::string("\"") + name + "\" not implemented for '" + dtype_legacy_name(d) + "'";
-}
-
 // True when two tensors read exactly the same elements in the same order (an in-place op's
 // `self` passed as another input too): then reading and writing element by element is safe.
 bool same_view(const Tensor& a, const Tensor& b) {
@@ -324,12 +320,12 @@ Tensor run(const Call& c) {
   DType compute = promotion.result();
   const DTypeRule rule = op.info.dtype_rule;
   if (rule == DTypeRule::IntegerToFloat && !is_floating(compute)) compute = kFloat32;
-  if (compute == kBool && op.bool_error) throw RuntimeError(op.bool_error);
+  if (compute == kBool && op.bool_error) throw NotImplementedError(op.bool_error);
   const OpEntry& kernel = c.kernel ? *c.kernel : op;
   for (const OpEntry* e : {&op, &kernel}) {
     const bool ok = e->types == ops::Types::All ||
                     (e->types == ops::Types::NoBool && compute != kBool) || is_floating(compute);
-    if (!ok) throw RuntimeError(not_implemented(op.kernel_name, compute));
+    if (!ok) throw not_implemented_for(op.kernel_name, compute);
   }
   const DType result = rule == DTypeRule::Compare ? kBool : compute;
 

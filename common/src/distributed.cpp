@@ -203,10 +203,11 @@ struct Group {
 
 std::unique_ptr<Group> g_group;
 
-// The group; PyTorch's RuntimeError, word for word, before init_process_group().
+// The group; PyTorch's error, word for word, before init_process_group() (a ValueError in 2.x,
+// a RuntimeError in 1.13).
 Group& group() {
   if (!g_group)
-    throw RuntimeError("Default process group has not been initialized, please make sure to call "
+    throw ValueError("Default process group has not been initialized, please make sure to call "
                        "init_process_group.");
   return *g_group;
 }

@@ -32,6 +32,9 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
+  // PyTorch 2.x's zeros checks its sizes itself, in its own words (the other factories: empty's).
+  for (int64_t s : shape)
+    if (s < 0) throw RuntimeError("zeros: Dimension size must be non-negative.");
   Tensor t = empty(shape, dtype, device);
   // All-zero bits are 0 in every dtype.
   detail::backend(device).zero_bytes(t.data_ptr(), t.nbytes(), device.index);
@@ -77,8 +80,8 @@ const char* cpp_type_name(DType dt) {
     case kInt16: return "int16_t";
     case kInt8: return "int8_t";
     case kUInt8: return "uint8_t";
-    case kFloat16: return "at::Half";
-    case kBFloat16: return "at::BFloat16";
+    case kFloat16: return "c10::Half";
+    case kBFloat16: return "c10::BFloat16";
     case kFloat64: return "double";
     case kBool: return "bool";
     default: return "float";
@@ -135,7 +138,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
   if (!std::isfinite(b) || !std::isfinite(e))
     throw RuntimeError("unsupported range: " + scalar_str(start) + " -> " + scalar_str(end));
   if ((s > 0 && e < b) || (s < 0 && e > b))
-    throw RuntimeError("upper bound and larger bound inconsistent with step sign");
+    throw RuntimeError("upper bound and lower bound inconsistent with step sign");
   // The count as a double first: converting one past int64's range would be undefined.
   const double count = std::ceil((e - b) / s);
   if (!(count >= 0 && count < 0x1p63)) throw RuntimeError("invalid size, possible overflow?");

@@ -15,8 +15,7 @@ double n_of(const Tensor& t) { return static_cast<double>(t.numel()); }
 
 void require_floating(const char* op, const Tensor& t) {
   if (!is_floating(t.dtype()))
-    throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
-                    dtype_legacy_name(t.dtype()) + "'");
+    throw not_implemented_for(op, t.dtype());
 }
 
 // The kernel PyTorch names when softmax or log_softmax gets a dtype it lacks: one per op over the
@@ -158,11 +157,12 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
     throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
                      detail::shape_str(log_probs.shape()) + " and " +
                      detail::shape_str(target.shape()));
-  if (target.dtype() != kInt64)
-    throw RuntimeError(std::string("expected scalar type Long but found ") +
+  // PyTorch 2.x takes class indices as int64 or uint8 (1.13: int64 only).
+  if (target.dtype() != kInt64 && target.dtype() != kUInt8)
+    throw RuntimeError(std::string("expected target dtype to be Long or Byte, but got ") +
                        dtype_legacy_name(target.dtype()));
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
-  const Tensor t = target.contiguous().cpu();  // the check reads the classes on the host
+  const Tensor t = target.to(kInt64).contiguous().cpu();  // the check reads the classes here
   const int64_t* cls = t.data<int64_t>();
   for (int64_t i = 0; i < N; ++i)
     if (cls[i] < 0 || cls[i] >= C)
@@ -215,14 +215,19 @@ Tensor linear(const Tensor& input_, const Tensor& weight_, const Tensor& bias_) 
   if (weight.dim() != 2)
     throw RuntimeError("linear(): weight must be 2-D (out_features, in_features), got " +
                        std::to_string(weight.dim()) + "-D");
-  // PyTorch's three forms, with its graphs: one addmm for a matrix (AddmmBackward0), the same on
-  // a flattened view for a contiguous 3-D batch (then ViewBackward0), and otherwise a matmul
-  // followed by the bias (AddBackward0). weight.t() is TBackward0 in all three.
+  if (input.dim() == 0)
+    throw RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D");
+  // PyTorch 2.x's three forms, with its graphs and its messages: one addmm for a matrix
+  // (AddmmBackward0); the same on the rows of any other contiguous input with a 1-D bias, viewed
+  // back as PyTorch's _unsafe_view (UnsafeViewBackward0); otherwise a matmul followed by the bias
+  // (AddBackward0). weight.t() is TBackward0 in all three.
   if (bias.defined() && input.dim() == 2) return addmm(bias, input, weight.t());
-  if (bias.defined() && input.dim() == 3 && input.is_contiguous()) {
-    const Tensor flat = addmm(bias, input.view({input.size(0) * input.size(1), input.size(2)}),
-                              weight.t());
-    return flat.view({input.size(0), input.size(1), flat.size(1)});
+  if (bias.defined() && bias.dim() == 1 && input.is_contiguous()) {
+    Shape shape(input.shape().begin(), input.shape().end() - 1);
+    const int64_t rows = shape_numel(shape);  // counted: reshape({-1, K}) fails when K is 0
+    const Tensor flat = addmm(bias, input.view({rows, input.size(-1)}), weight.t());
+    shape.push_back(flat.size(1));
+    return detail::unsafe_view(flat, shape);
   }
   const Tensor out = matmul(input, weight.t());
   return bias.defined() ? add(out, bias) : out;

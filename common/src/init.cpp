@@ -157,10 +157,9 @@ Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, std::string_view non
 
 Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Generator& gen) {
   if (!is_floating(t.dtype()))  // PyTorch fails in its first step, uniform_
-    throw RuntimeError(std::string("\"check_uniform_bounds\" not implemented for '") +
-                    dtype_legacy_name(t.dtype()) + "'");
+    throw not_implemented_for("check_uniform_bounds", t.dtype());
   if (t.dtype() == kFloat16)  // ... or in its second, on the CPU (raised here before any draw)
-    throw RuntimeError("\"erfinv_vml_cpu\" not implemented for 'Half'");
+    throw not_implemented_for("erfinv_vml_cpu", kFloat16);
   if (!(std > 0))
     throw RuntimeError("trunc_normal_ expects std > 0, but found std=" + number_str(std));
   if (!(a < b))

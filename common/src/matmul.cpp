@@ -27,62 +27,84 @@ std::string mat_shapes(int64_t r1, int64_t c1, int64_t r2, int64_t c2) {
          std::to_string(c1) + " and " + std::to_string(r2) + "x" + std::to_string(c2) + ")";
 }
 
-// Checks torch.matmul's requirements, raising PyTorch's messages; both the plain and the recorded
-// paths start here.
+// The C++ name of a dtype's element type, which PyTorch's mm prints in its dtype message.
+const char* cpp_type_name(DType d) {
+  switch (d) {
+    case kFloat32: return "float";
+    case kFloat64: return "double";
+    case kFloat16: return "c10::Half";
+    case kBFloat16: return "c10::BFloat16";
+    case kInt64: return "long int";
+    case kInt32: return "int";
+    case kInt16: return "short int";
+    case kInt8: return "signed char";
+    case kUInt8: return "unsigned char";
+    case kBool: return "bool";
+  }
+  return "unknown";
+}
+
+// Checks torch.matmul's requirements, raising PyTorch 2.x's messages; both the plain and the
+// recorded paths start here. PyTorch hands each pair of ranks to one kernel (dot, mv, mm or bmm)
+// and each kernel checks in its own order and words: the sizes first (dot: the dtypes first),
+// then the dtypes, then whether it has code for the dtype at all.
 void check_matmul(const Tensor& a, const Tensor& b) {
   if (a.dim() == 0 || b.dim() == 0)
     throw RuntimeError("both arguments to matmul need to be at least 1D, but they are " +
                        std::to_string(a.dim()) + "D and " + std::to_string(b.dim()) + "D");
-  if (a.dtype() != b.dtype()) {
-    if (a.dim() == 1 && b.dim() == 1)
+  const DType da = a.dtype(), db = b.dtype();
+  if (a.dim() == 1 && b.dim() == 1) {  // dot
+    if (da != db)
       throw RuntimeError(std::string("dot : expected both vectors to have same dtype, but found ") +
-                         dtype_legacy_name(a.dtype()) + " and " + dtype_legacy_name(b.dtype()));
-    throw RuntimeError(std::string("expected scalar type ") + dtype_legacy_name(a.dtype()) +
-                       " but found " + dtype_legacy_name(b.dtype()));
-  }
-  if (a.dtype() == kBool) throw RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
-  if (a.dim() == 1 && b.dim() == 1) {
+                         dtype_legacy_name(da) + " and " + dtype_legacy_name(db));
     if (a.size(0) != b.size(0))
       throw RuntimeError("inconsistent tensor size, expected tensor [" + std::to_string(a.size(0)) +
                          "] and src [" + std::to_string(b.size(0)) +
                          "] to have the same number of elements, but got " +
                          std::to_string(a.size(0)) + " and " + std::to_string(b.size(0)) +
                          " elements respectively");
+    if (da == kBool) throw not_implemented_for("dot", da);
     return;
   }
   const int64_t K = a.size(-1), K2 = b.dim() == 1 ? b.size(0) : b.size(-2),
                 N = b.dim() == 1 ? 1 : b.size(-1);
-  // The product of all sizes but the last `keep`: the rows a folded operand has.
-  auto folded = [](const Tensor& t, int64_t keep) {
-    return shape_numel(Shape(t.shape().begin(), t.shape().end() - keep));
-  };
-  // PyTorch folds a batch times a matrix or a vector into one mm or mv, and a matrix or a vector
-  // times a batch into one transposed product (b^T a^T); its messages describe those products.
-  if (b.dim() <= 2) {
-    if (K == K2) return;
-    const int64_t rows = folded(a, 1);
-    if (b.dim() == 1)  // mv: "size mismatch, got rows, rowsxK,K2"
-      throw RuntimeError("size mismatch, got " + std::to_string(rows) + ", " +
-                         std::to_string(rows) + "x" + std::to_string(K) + "," + std::to_string(K2));
-    throw RuntimeError(mat_shapes(rows, K, K2, N));
+  // A batch times a vector is one mv, and a vector or a batch times a matrix one mm, with the
+  // batch folded into the rows.
+  const int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
+  if (b.dim() == 1) {  // mv
+    if (K != K2)
+      throw RuntimeError("size mismatch, got input (" + std::to_string(rows) + "), mat (" +
+                         std::to_string(rows) + "x" + std::to_string(K) + "), vec (" +
+                         std::to_string(K2) + ")");
+    if (da != db)  // mv's result takes the vector's dtype, and addmv names result, mat, vec
+      throw RuntimeError(std::string("addmv input tensors must have the same dtype, but got ") +
+                         dtype_legacy_name(db) + ", " + dtype_legacy_name(da) + ", and " +
+                         dtype_legacy_name(db));
+    if (da == kBool) throw not_implemented_for("addmv_impl_cpu", da);
+    return;
   }
-  if (a.dim() <= 2) {
-    if (K == K2) return;
-    const int64_t rows = folded(b, 2) * N;  // b's batch times its columns, as rows of b^T
-    if (a.dim() == 1)
-      throw RuntimeError("size mismatch, got " + std::to_string(rows) + ", " +
-                         std::to_string(rows) + "x" + std::to_string(K2) + "," + std::to_string(K));
-    throw RuntimeError(mat_shapes(rows, K2, K, a.size(0)));
+  if (b.dim() == 2) {  // mm
+    if (K != K2) throw RuntimeError("mm: " + mat_shapes(rows, K, K2, N));
+    if (da != db)
+      throw RuntimeError(std::string("expected m1 and m2 to have the same dtype, but got: ") +
+                         cpp_type_name(da) + " != " + cpp_type_name(db));
+    if (da == kBool) throw not_implemented_for("addmm_impl_cpu_", da);
+    return;
   }
-  // Batch times batch: the batch sizes broadcast first, then bmm checks the inner sizes.
-  const Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
-                                       Shape(b.shape().begin(), b.shape().end() - 2));
+  // bmm: the batch sizes broadcast first (a 1-D or 2-D operand has none), then the inner sizes.
+  const Shape batch =
+      broadcast_shapes(a.dim() > 2 ? Shape(a.shape().begin(), a.shape().end() - 2) : Shape{},
+                       Shape(b.shape().begin(), b.shape().end() - 2));
   if (K != K2) {
     const std::string count = std::to_string(shape_numel(batch));
     throw RuntimeError("Expected size for first two dimensions of batch2 tensor to be: [" + count +
                        ", " + std::to_string(K) + "] but got: [" + count + ", " +
                        std::to_string(K2) + "].");
   }
+  if (da != db)
+    throw RuntimeError(std::string("expected scalar type ") + dtype_legacy_name(da) +
+                       " but found " + dtype_legacy_name(db));
+  if (da == kBool) throw not_implemented_for("bmm", da);
 }
 
 // x (..., M, K) @ y (..., K, N), batch dimensions equal, on the inputs' backend; counted.
@@ -179,20 +201,18 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-// A reshape of a fresh product, recorded as PyTorch names it: its _unsafe_view
-// (UnsafeViewBackward0), or the in-place squeeze_(0) of 1-D @ 2-D (SqueezeBackward3).
-Tensor unsafe_view(const Tensor& t, const Shape& shape, const char* node = "UnsafeViewBackward0") {
+}  // namespace
+
+Tensor detail::unsafe_view(const Tensor& t, const Shape& shape, const char* node) {
   Tensor out = t.detach().view(shape);
-  if (detail::should_record({&t})) {
+  if (should_record({&t})) {
     const Shape in = t.shape();
-    detail::record(
+    record(
         out, node, {t}, [in](const Tensor& g) { return std::vector<Tensor>{g.reshape(in)}; }, 0,
         0);
   }
   return out;
 }
-
-}  // namespace
 
 void set_float32_matmul_precision(const std::string& precision) {
   if (precision == "highest") g_allow_tf32.store(false);
@@ -216,8 +236,8 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   // Each case below computes as PyTorch's matmul does, so that the graph's nodes carry its
   // names (tests/fixtures/parity/nodes.txt holds them for every pair of ranks).
   if (a.dim() == 1 && b.dim() == 2)
-    return unsafe_view(product("MmBackward0", a.unsqueeze(0), b), {b.size(1)},
-                       "SqueezeBackward3");
+    return detail::unsafe_view(product("MmBackward0", a.unsqueeze(0), b), {b.size(1)},
+                       "SqueezeBackward4");
   if (a.dim() == 2 && b.dim() == 2) return product("MmBackward0", a, b);
   if (b.dim() <= 2) {  // (..., M, K) @ (K, N) or (K): fold the batch into the rows
     Shape out_shape(a.shape().begin(), a.shape().end() - 1);
@@ -225,7 +245,7 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
     // The rows are counted, not inferred: with K = 0, reshape({-1, 0}) is ambiguous.
     const int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
     const Tensor columns = b.dim() == 1 ? b.unsqueeze(1) : b;
-    return unsafe_view(product("MmBackward0", a.reshape({rows, K}), columns), out_shape);
+    return detail::unsafe_view(product("MmBackward0", a.reshape({rows, K}), columns), out_shape);
   }
   // (M, K) @ (..., K, N): the transposed product folds, and its transpose is made contiguous.
   if (a.dim() == 2) return matmul(b.transpose(-2, -1), a.t()).transpose(-2, -1).contiguous();
@@ -247,7 +267,7 @@ Tensor matmul(const Tensor& input, const Tensor& other) {
   const int64_t nb = shape_numel(batch);
   const Tensor x3 = (x.shape() == xs ? x : x.expand(xs)).reshape({nb, M, K});
   const Tensor y3 = (y.shape() == ys ? y : y.expand(ys)).reshape({nb, K, Ny});
-  return unsafe_view(product("BmmBackward0", x3, y3), out_shape);
+  return detail::unsafe_view(product("BmmBackward0", x3, y3), out_shape);
 }
 
 Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
@@ -255,13 +275,24 @@ Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
   const std::vector<Tensor> cast =
       detail::autocast({&input_, &mat1_, &mat2_}, detail::kAutocastLowerPrecision);
   const Tensor &input = cast[0], &mat1 = cast[1], &mat2 = cast[2];
+  // PyTorch 2.x's checks and words (it calls mat1 "self" in the first).
   if (mat1.dim() != 2)
-    throw RuntimeError("mat1 must be a matrix, got " + std::to_string(mat1.dim()) + "-D tensor");
+    throw RuntimeError("addmm: self must be a matrix, got " + std::to_string(mat1.dim()) +
+                       "-D tensor");
   if (mat2.dim() != 2)
-    throw RuntimeError("mat2 must be a matrix, got " + std::to_string(mat2.dim()) + "-D tensor");
-  if (input.dtype() != mat2.dtype() || mat1.dtype() != mat2.dtype())
-    throw RuntimeError(std::string(input.dtype() != mat2.dtype() ? "self" : "mat1") +
-                       " and mat2 must have the same dtype");
+    throw RuntimeError("addmm: mat2 must be a matrix, got " + std::to_string(mat2.dim()) +
+                       "-D tensor");
+  if (input.dtype() != mat2.dtype())
+    throw RuntimeError(std::string("self and mat2 must have the same dtype, but got ") +
+                       dtype_legacy_name(input.dtype()) + " and " +
+                       dtype_legacy_name(mat2.dtype()));
+  if (mat1.dtype() != mat2.dtype())
+    throw RuntimeError(std::string("mat1 and mat2 must have the same dtype, but got ") +
+                       dtype_legacy_name(mat1.dtype()) + " and " +
+                       dtype_legacy_name(mat2.dtype()));
+  if (mat1.size(1) != mat2.size(0))
+    throw RuntimeError("addmm: " +
+                       mat_shapes(mat1.size(0), mat1.size(1), mat2.size(0), mat2.size(1)));
   check_matmul(mat1, mat2);
   const Shape shape = {mat1.size(0), mat2.size(1)};
   (void)input.expand(shape);  // the bias must expand to the product's shape (expand's message)

@@ -200,15 +200,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, DType dtype, Generator& 
   }
 }
 
-Tensor Linear::forward(const Tensor& x) {
-  if (x.dim() == 0 || x.size(-1) != in_features)
-    throw RuntimeError(
-        "mat1 and mat2 shapes cannot be multiplied (" +
-        (x.dim() == 0 ? std::string("scalar")
-                      : std::to_string(x.numel() / x.size(-1)) + "x" + std::to_string(x.size(-1))) +
-        " and " + std::to_string(in_features) + "x" + std::to_string(out_features) + ")");
-  return linear(x, weight, bias);
-}
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
 
 std::string Linear::extra_repr() const {
   return "in_features=" + std::to_string(in_features) +

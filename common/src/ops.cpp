@@ -54,11 +54,11 @@ ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
 // two bools and another for one.
 void refuse_bool_sub(bool a_is_bool, bool b_is_bool) {
   if (a_is_bool && b_is_bool)
-    throw RuntimeError(
+    throw NotImplementedError(
         "Subtraction, the `-` operator, with two bool tensors is not supported. "
         "Use the `^` or `logical_xor()` operator instead.");
   if (a_is_bool || b_is_bool)
-    throw RuntimeError(
+    throw NotImplementedError(
         "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
         "to invert a mask, use the `~` or `logical_not()` operator instead.");
 }
@@ -69,7 +69,7 @@ bool is_bool(Scalar s) { return s.kind() == Scalar::Kind::Bool; }
 
 // relu's own text for bool, before the table's "not implemented for 'Bool'".
 void refuse_bool_relu(const Tensor& a) {
-  if (a.dtype() == kBool) throw RuntimeError("Boolean inputs not supported for relu");
+  if (a.dtype() == kBool) throw NotImplementedError("Boolean inputs not supported for relu");
 }
 
 // pow with a number: the common fixed exponents of a float run a cheaper kernel with the same
@@ -159,7 +159,17 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor mul(const Tensor& a, const Tensor& b) { return run(OpId::mul, {&a, &b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return run(OpId::div, {&a, &b}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return run(OpId::pow, {&a, &b}); }
+// PyTorch 2.x computes x ** 0 as ones and x ** 1 as a copy, without a kernel; so a bool tensor
+// to a bool power, which has no pow kernel, is computed (1.13 raised "not implemented"). On
+// {0, 1}, a ** e is a >= e (e = 1 gives a; e = 0 gives all ones), which is the kernel used.
+bool bool_to_bool_power(const Tensor& a, Scalar exponent) {
+  return a.dtype() == kBool && is_bool(exponent);
+}
 Tensor pow(const Tensor& a, Scalar b) {
+  if (bool_to_bool_power(a, b)) {
+    const Tensor e = wrap(a, b);
+    return run(OpId::ge, {&a, &e});
+  }
   refuse_negative_integer_powers(a, b);
   const Tensor e = wrap(a, b);
   return detail::run(pow_scalar_call(a, e, b.to_double()));
@@ -251,6 +261,10 @@ Tensor pow_out(const Tensor& out, const Tensor& a, const Tensor& b) {
   return run_out(out, OpId::pow, {&a, &b});
 }
 Tensor pow_out(const Tensor& out, const Tensor& a, Scalar b) {
+  if (bool_to_bool_power(a, b)) {
+    const Tensor e = wrap(a, b);
+    return run_out(out, OpId::ge, {&a, &e});
+  }
   refuse_negative_integer_powers(a, b);
   const Tensor e = wrap(a, b);
   detail::Call call = pow_scalar_call(a, e, b.to_double());
@@ -346,6 +360,10 @@ Tensor& Tensor::pow_(const Tensor& exponent) {
   return run_inplace(*this, OpId::pow, {this, &exponent});
 }
 Tensor& Tensor::pow_(Scalar exponent) {
+  if (bool_to_bool_power(*this, exponent)) {
+    const Tensor e = wrap(*this, exponent);
+    return run_inplace(*this, OpId::ge, {this, &e});
+  }
   refuse_negative_integer_powers(*this, exponent);
   const Tensor e = wrap(*this, exponent);
   detail::Call call = pow_scalar_call(*this, e, exponent.to_double());
@@ -437,7 +455,8 @@ namespace {
 // of a batch and is small next to them), then moved to the input's device.
 template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep keep) {
   detail::op_device(op, {&a});
-  (void)wrap_dim(-2, a.dim(), false);  // PyTorch's IndexError for fewer than 2 dimensions
+  if (a.dim() < 2)
+    throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
   const int64_t R = a.size(-2), C = a.size(-1);
   Tensor mask = empty({R, C}, kBool);
   bool* k = mask.data<bool>();

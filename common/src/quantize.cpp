@@ -18,8 +18,7 @@ namespace {
 Tensor as_float32(const Tensor& x, const char* op) {
   detail::op_device(op, {&x});
   if (!is_floating(x.dtype()))
-    throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
-                       dtype_legacy_name(x.dtype()) + "'");
+    throw not_implemented_for(op, x.dtype());
   return x.detach().to(kFloat32).contiguous().cpu();
 }
 

@@ -466,8 +466,7 @@ Tensor randperm(int64_t n, DType dtype, Generator& gen) {
   if (dtype == kBFloat16 && n > (int64_t(1) << 8) + 1)
     throw RuntimeError("n cannot be greater than 257 for BFloat16 type.");
   if (dtype == kBool)
-    throw RuntimeError(std::string("\"randperm\" not implemented for '") + dtype_legacy_name(dtype) +
-                    "'");
+    throw not_implemented_for("randperm", dtype);
   // Fisher-Yates in the int64 identity, then one conversion: every value is an integer below
   // n, which the checks above made exact in the dtype.
   std::vector<int64_t> perm(static_cast<size_t>(n));

@@ -62,7 +62,7 @@ Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keep
 
 void require_floating_mean(const Tensor& a) {
   if (!is_floating(a.dtype()))
-    throw RuntimeError(std::string("mean(): could not infer output dtype. Input dtype must be "
+    throw NotImplementedError(std::string("mean(): could not infer output dtype. Input dtype must be "
                                    "either a floating point or complex dtype. Got: ") +
                        dtype_legacy_name(a.dtype()));
 }

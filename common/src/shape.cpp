@@ -74,7 +74,8 @@ Shape infer_size(const Shape& shape, int64_t numel) {
       if (unknown) throw RuntimeError("only one dimension can be inferred");
       unknown = i;
     } else if (shape[i] < 0) {
-      throw RuntimeError("invalid shape dimension " + std::to_string(shape[i]));
+      throw RuntimeError("invalid shape dimension " + std::to_string(shape[i]) + " at index " +
+                         std::to_string(i) + " of shape " + detail::shape_str(shape));
     } else {
       overflow |= detail::mul_overflows(known, shape[i], &known);
     }

@@ -281,13 +281,18 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  // PyTorch 2.x's checks, in its order: a 0-dim tensor, the length, the dimension, the start
+  // (in [-n, n], wrapped like a dimension), and the end.
   if (dim() == 0) throw RuntimeError("narrow() cannot be applied to a 0-dim tensor.");
+  if (length < 0) throw RuntimeError("narrow(): length must be non-negative.");
   d = wrap_dim(d, dim());
   const int64_t n = shape_[d];
-  // PyTorch wraps a start in [-n, n] as a dimension is wrapped, with the same message.
-  if (start != n) start = wrap_dim(start, n);
+  if (start < -n || start > n)
+    throw IndexError("start out of range (expected to be in range of [" + std::to_string(-n) +
+                     ", " + std::to_string(n) + "], but got " + std::to_string(start) + ")");
+  if (start < 0) start += n;
   // Compared as length > n - start, because start + length can overflow.
-  if (length < 0 || length > n - start)
+  if (length > n - start)
     throw RuntimeError("start (" + std::to_string(start) + ") + length (" + std::to_string(length) +
                        ") exceeds dimension size (" + std::to_string(n) + ").");
   return slice(d, start, start + length);
@@ -462,11 +467,11 @@ Tensor Tensor::reshape(const Shape& shape) const {
   const Shape target = infer_size(shape, numel());
   const Shape in = shape_;
   auto back = [in](const Tensor& g) { return g.reshape(in); };
-  // PyTorch 1.13 names the two cases differently: an alias when a view works, an "unsafe view"
-  // of a clone when the strides force a copy.
+  // PyTorch 2.x names the two cases as what they are: a view when the strides allow one (1.13
+  // called it ReshapeAliasBackward0), an "unsafe view" of a clone when they force a copy.
   if (auto strides = view_strides(shape_, strides_, target))
     return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this,
-                               "ReshapeAliasBackward0", back);
+                               "ViewBackward0", back);
   const Tensor copy = clone();
   return detail::record_view(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0),
                              copy, "UnsafeViewBackward0", back);

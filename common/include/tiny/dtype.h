@@ -111,8 +111,16 @@ template <typename F> decltype(auto) dispatch_dtype(DType dtype, F&& f) {
 }
 #undef TINY_DTYPE_CASE
 
+/// PyTorch's error for a kernel that has no code for a dtype: "\"pow\" not implemented for
+/// 'Bool'" (a NotImplementedError in PyTorch 2.x, a RuntimeError in 1.13).
+inline NotImplementedError not_implemented_for(const char* kernel, DType dtype) {
+  return NotImplementedError(std::string("\"") + kernel + "\" not implemented for '" +
+                             dtype_legacy_name(dtype) + "'");
+}
+
 /// dispatch_dtype for ops defined only on floating-point types: instantiates `f` for the four
-/// float types alone, and raises RuntimeError for the others (PyTorch's "not implemented for").
+/// float types alone, and raises NotImplementedError for the others (PyTorch's "not implemented
+/// for").
 template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   switch (dtype) {
     case DType::Float32: return f.template operator()<float>();
@@ -121,8 +129,7 @@ template <typename F> decltype(auto) dispatch_floating(DType dtype, const char* 
     case DType::BFloat16: return f.template operator()<BFloat16>();
     default: break;
   }
-  throw RuntimeError(std::string("\"") + op + "\" not implemented for '" +
-                     dtype_legacy_name(dtype) + "'");
+  throw not_implemented_for(op, dtype);
 }
 
 /// True when truncating the float `v` toward zero gives a value the integer type I holds: v in

@@ -28,7 +28,7 @@ class IndexError : public Error {
   using Error::Error;  ///< constructed from the message, like Error
 };
 
-/// PyTorch's `ValueError`: malformed input values (ragged nested lists, `item()` on many elements).
+/// PyTorch's `ValueError`: malformed input values (ragged nested lists, a mismatched loss target).
 class ValueError : public Error {
  public:
   using Error::Error;  ///< constructed from the message, like Error
@@ -47,11 +47,22 @@ class AssertionError : public Error {
   using Error::Error;  ///< constructed from the message, like Error
 };
 
-/// Raised by an exercise whose solution was removed from a student's starter copy.
-class NotImplementedError : public Error {
+/// PyTorch's `NotImplementedError`: an op with no kernel for a dtype ("\"pow\" not implemented
+/// for 'Bool'"), or a Module without forward(). PyTorch 2.x raises it where 1.13 raised
+/// RuntimeError; in Python it is a subclass of RuntimeError, so here too, and code that catches
+/// RuntimeError catches it.
+class NotImplementedError : public RuntimeError {
  public:
-  /// "not implemented: <task>".
-  explicit NotImplementedError(const std::string& task) : Error("not implemented: " + task) {}
+  using RuntimeError::RuntimeError;  ///< constructed from the message, like Error
+};
+
+/// What a starter copy throws where an exercise's solution was removed; its what() is
+/// "not implemented: <exercise>", the words scripts/grade.py looks for.
+class ExerciseNotImplemented : public NotImplementedError {
+ public:
+  /// "not implemented: <exercise>".
+  explicit ExerciseNotImplemented(const std::string& exercise)
+      : NotImplementedError("not implemented: " + exercise) {}
 };
 
 }  // namespace tiny

@@ -338,7 +338,7 @@ class Tensor {
   Tensor pin_memory() const;
   /// True when the tensor's memory is pinned host memory.
   bool is_pinned() const { return storage_ && storage_->pinned(); }
-  /// The single element as a double; ValueError unless numel() == 1.
+  /// The single element as a double; RuntimeError unless numel() == 1 (PyTorch 2.x's text).
   double item() const;
   /// The single element converted to T; RuntimeError, as PyTorch's item<T>() raises, when T is
   /// an integer type that cannot hold it (NaN, infinity, out of range).

@@ -257,7 +257,7 @@ void matmul(const Tensor& out, const Tensor& a, const Tensor& b) {
   const int64_t nbatch = shape_numel(batch);
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
-      throw RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Bool'");
+      throw not_implemented_for("addmm_impl_cpu_", kBool);
     } else {
       constexpr bool k16bit = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
       std::optional<Scratch16> scratch;
