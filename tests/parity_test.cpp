@@ -433,6 +433,17 @@ void backward_twice() {
   y.backward();
 }
 
+// A parameter, its SGD and a CPU GradScaler after one scaled backward pass.
+struct ScaledSgd {
+  Tensor w;
+  optim::SGD opt;
+  amp::GradScaler scaler{Device::Type::CPU};
+  explicit ScaledSgd(DType dtype = kFloat32)
+      : w(nn::Parameter(ones({2}, dtype))), opt({w}, {.lr = 0.1}) {
+    scaler.scale(w.to(kFloat32).sum()).backward();
+  }
+};
+
 const std::map<std::string, std::function<void()>>& errors() {
   using F = std::function<void()>;
   static const std::map<std::string, F> table = {
@@ -636,6 +647,79 @@ const std::map<std::string, std::function<void()>>& errors() {
       {"zeros_negative_later", [] { zeros({2, -3}); }},
       {"item_2d", [] { ones({2, 3}).item(); }},
       {"nll_loss_int32_target", [] { nll_loss(ones({2, 3}), zeros({2}, kInt32)); }},
+      {"scaler_growth_factor",
+       [] { amp::GradScaler(Device::Type::CPU, {.growth_factor = 1.0}); }},
+      {"scaler_backoff_factor",
+       [] { amp::GradScaler(Device::Type::CPU, {.backoff_factor = 1.0}); }},
+      {"scaler_step_twice",
+       [] {
+         ScaledSgd s;
+         s.scaler.step(s.opt);
+         s.scaler.step(s.opt);
+       }},
+      {"scaler_unscale_after_step",
+       [] {
+         ScaledSgd s;
+         s.scaler.step(s.opt);
+         s.scaler.unscale_(s.opt);
+       }},
+      {"scaler_update_without_step",
+       [] {
+         amp::GradScaler scaler(Device::Type::CPU);
+         scaler.scale(ones({1}));
+         scaler.update();
+       }},
+      {"scaler_float16_grads",
+       [] {
+         ScaledSgd s(kFloat16);
+         s.scaler.unscale_(s.opt);
+       }},
+      {"optimizer_load_other_groups",
+       [] {
+         optim::SGD opt({leaf({2})}, {.lr = 0.1});
+         optim::SGD other(std::vector<optim::GroupSpec>{{{leaf({2})}}, {{leaf({2})}}}, {.lr = 0.1});
+         opt.load_state_dict(other.state_dict());
+       }},
+      {"optimizer_load_other_sizes",
+       [] {
+         optim::SGD opt({leaf({2})}, {.lr = 0.1});
+         optim::SGD other({leaf({2}), leaf({2})}, {.lr = 0.1});
+         opt.load_state_dict(other.state_dict());
+       }},
+      {"optimizer_non_leaf", [] { optim::SGD({leaf({2}) * 2}, {.lr = 0.1}); }},
+      {"optimizer_shared_parameter",
+       [] {
+         const Tensor p = leaf({2});
+         optim::SGD(std::vector<optim::GroupSpec>{{{p}}, {{p}}}, {.lr = 0.1});
+       }},
+      {"hook_without_grad",
+       [] { ones({2}).register_post_accumulate_grad_hook([](const Tensor&) {}); }},
+      {"parameter_int64", [] { nn::Parameter(ones({2}, kInt64)); }},
+      {"module_to_int64", [] { nn::Linear(2, 2).to(kInt64); }},
+      {"calculate_gain_unknown", [] { init::calculate_gain("foo"); }},
+      {"xavier_1d",
+       [] {
+         Tensor t = empty({3});
+         init::xavier_uniform_(t);
+       }},
+      {"kaiming_1d",
+       [] {
+         Tensor t = empty({3});
+         init::kaiming_uniform_(t);
+       }},
+      {"uniform_reversed",
+       [] {
+         Tensor t = empty({3});
+         uniform_(t, 2, 1);
+       }},
+      {"randperm_half_limit", [] { randperm(2050, kFloat16); }},
+      {"randperm_float_limit", [] { randperm((int64_t(1) << 24) + 2, kFloat32); }},
+      {"out_requires_grad", [] { add_out(empty({2}), leaf({2}), ones({2})); }},
+      {"inplace_on_leaf", [] { leaf({2}).add_(1); }},
+      {"mean_dim_range", [] { ones({2, 3}).mean({2}); }},
+      {"sum_negative_dim_range", [] { ones({2, 3}).sum({-3}); }},
+      {"copy_other_shape", [] { ones({2}).copy_(ones({3})); }},
+      {"copy_bigger_source", [] { ones({3}).copy_(ones({2, 3})); }},
   };
   return table;
 }

@@ -87,8 +87,10 @@ TEST(Tensor, CopyBroadcastsAndConverts) {
   dst.index({Slice{}, 0}) = -1;
   EXPECT_EQ(dst.at({0, 0}), -1.0);
   EXPECT_EQ(dst.at({1, 0}), -1.0);
-  EXPECT_TRUE(
-      throws_with<RuntimeError>([&] { dst.copy_(ones({4})); }, "must match the existing size"));
+  // PyTorch's broadcast message (torch.ones(2, 3).copy_(torch.ones(4))).
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { dst.copy_(ones({4})); },
+      "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"));
 }
 
 TEST(Tensor, CopyFromAnOverlappingViewReadsBeforeWriting) {

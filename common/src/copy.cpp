@@ -45,6 +45,12 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   const Tensor* sources[] = {&src};
   detail::check_inplace_autograd("copy_", *this, sources, 1);
   detail::check_no_internal_overlap(*this);
+  // The source broadcasts to this tensor's shape, with PyTorch's two messages: sizes that do not
+  // broadcast, and a broadcast that would need a bigger destination.
+  if (src.shape() != shape_ && broadcast_shapes(shape_, src.shape()) != shape_)
+    throw RuntimeError("output with shape " + detail::shape_str(shape_) +
+                       " doesn't match the broadcast shape " +
+                       detail::shape_str(broadcast_shapes(shape_, src.shape())));
   storage_->bump_version();
   Tensor source = src.detach().expand(shape_);
   // A copy between devices moves bytes over the bus; a 0-dim CPU source into a GPU tensor is a

@@ -142,7 +142,8 @@ Module& Module::to(Device device) {
 Module& Module::to(DType dtype) {
   if (!is_floating(dtype))
     throw TypeError(
-        std::string("nn.Module.to only accepts floating point dtypes, but got desired dtype=") +
+        std::string("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                    "dtype=torch.") +
         dtype_name(dtype));
   for (auto& [name, slot] : parameter_slots()) {
     if (slot->dtype() == dtype) continue;
