@@ -91,6 +91,7 @@ plots: build
 
 docs:
 	@scripts/deps.sh docs
+	@mkdir -p build/docs
 	cd docs && doxygen Doxyfile
 	@# The pages show figures by their path in the repository (../../docs/images/...), which
 	@# from build/docs/html/ is build/docs/images/.

@@ -77,8 +77,8 @@ struct DeviceProperties {
   int64_t total_memory = 0;       ///< bytes of device memory
   int multi_processor_count = 0;  ///< streaming multiprocessors: the units that run blocks
   int64_t l2_cache_size = 0;      ///< bytes of L2 cache
-  /// PyTorch's printed form: `_CudaDeviceProperties(name='...', major=9, minor=0,
-  /// total_memory=143167MB, multi_processor_count=132)`.
+  /// PyTorch's printed form, here an H200's: ``_CudaDeviceProperties(name='...', major=9,``
+  /// ``minor=0, total_memory=143167MB, multi_processor_count=132)``.
   std::string str() const;
 };
 /// The properties of CUDA device `i`.
