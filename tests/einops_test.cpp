@@ -149,3 +149,31 @@ TEST(Einops, MinProdAnyAll) {
   // The ellipsis merged on the right.
   EXPECT_EQ(rearrange(ones({2, 3, 4}), "b ... -> b (...)").shape(), (Shape{2, 12}));
 }
+
+// Numbers in a pattern, read as einops reads them: 1 is a dimension of length 1 (and nothing
+// inside parentheses), another number on reduce's left side an axis of that length.
+TEST(Einops, NumbersAreAnonymousAxes) {
+  TINY_SEEDED(rng);
+  const Tensor x = random_values(rng, {6, 5}).to(kFloat64);
+  const Tensor pooled = reduce(x, "(h 3) w -> h w", "max");
+  ASSERT_EQ(pooled.shape(), (Shape{2, 5}));
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t w = 0; w < 5; ++w) {
+      double best = -INFINITY;
+      for (int64_t k = 0; k < 3; ++k) best = std::max(best, x.index({3 * h + k, w}).item());
+      EXPECT_EQ(pooled.index({h, w}).item(), best);
+    }
+  EXPECT_TRUE(equal(rearrange(x, "a b -> a (1 b)"), x));
+  EXPECT_EQ(rearrange(x.view({6, 1, 5}), "a 01 b -> a b").shape(), (Shape{6, 5}));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "(h 3) w -> h w"); },
+                                        "Non-unitary anonymous axes are not supported"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { reduce(x, "a b -> a 2", "sum"); },
+                                        "right side of reduce sum: {2-axis}"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { rearrange(x, "a b_ -> a b_"); },
+      "Invalid axis identifier: b_\naxis name should should not start or end with underscore"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a\tb -> a b"); },
+                                        "Unknown character '\t'"));
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "(a ... -> a"); },
+                                        "Imbalanced parentheses in expression: \"(a \u2026 \""));
+}

@@ -172,6 +172,38 @@ TEST(Nn, ModesAndErrors) {
   EXPECT_EQ(nn::GELU().repr(), "GELU(approximate='none')");
 }
 
+// A module that registers whatever it is told to, as torch.nn.Module's add_module and
+// register_parameter let a Python user do.
+struct Registrar : nn::Module {
+  Tensor a = nn::Parameter(ones({1})), b = nn::Parameter(zeros({2}));
+  Registrar() : Module("Registrar") {}
+  void param(const std::string& name, Tensor* slot) { register_parameter(name, slot); }
+  void child(const std::string& name, std::shared_ptr<Module> m) { register_module(name, m); }
+};
+
+TEST(Nn, NamesAreCheckedAndReRegisteringReplacesAsInPyTorch) {
+  Registrar m;
+  m.param("w", &m.a);
+  m.child("act", std::make_shared<nn::ReLU>());
+  // The same name again, of the same kind, replaces the entry and keeps its place.
+  m.param("w", &m.b);
+  m.child("act", std::make_shared<nn::GELU>());
+  const auto named = m.named_parameters();
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].first, "w");
+  EXPECT_EQ(named[0].second.shape(), (Shape{2}));
+  EXPECT_EQ(m.repr(), "Registrar(\n  (act): GELU(approximate='none')\n)");
+  // A name of the other kind, or one PyTorch's dotted paths could not spell, is a KeyError.
+  EXPECT_TRUE(throws_with<KeyError>([&] { m.param("act", &m.a); }, "attribute 'act' already exists"));
+  EXPECT_TRUE(throws_with<KeyError>([&] { m.child("w", std::make_shared<nn::ReLU>()); },
+                                    "attribute 'w' already exists"));
+  EXPECT_TRUE(throws_with<KeyError>([&] { m.child("a.b", std::make_shared<nn::ReLU>()); },
+                                    "module name can't contain \".\", got: a.b"));
+  EXPECT_TRUE(throws_with<KeyError>([&] { m.param("", &m.a); },
+                                    "parameter name can't be empty string \"\""));
+  EXPECT_EQ(m.named_parameters().size(), 1u);  // nothing was registered by the failed calls
+}
+
 TEST(Nn, TrainingOnTheGpuFollowsTheCpu) {
   if (!cuda::available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
   // The documents' train_loop, once per device from the same start and batches. cuBLAS and the

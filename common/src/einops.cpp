@@ -3,7 +3,9 @@
 #include "tiny/einops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include "internal.h"
@@ -27,58 +29,127 @@ struct PatternError {
   std::string message;
 };
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
+// einops' rule for an axis name: a Python identifier that neither starts nor ends with '_'.
+// Returns why a token is not one, or "" if it is.
+std::string axis_name_problem(const std::string& s) {
+  const bool identifier =
+      !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
+      std::all_of(s.begin(), s.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!identifier) return "not a valid python identifier";
+  if (s.front() == '_' || s.back() == '_')
+    return "axis name should should not start or end with underscore";  // einops' words
+  return "";
 }
 
+// An anonymous axis, a number other than 1 ("(h 2)"), is named "<n>-axis#<k>": no identifier
+// has '-' or '#', and the running k keeps two of them apart, as einops keeps every anonymous
+// axis distinct from every other. Its length is the number.
+std::optional<int64_t> anonymous_length(const std::string& name) {
+  const size_t at = name.find("-axis#");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stoll(name.substr(0, at));
+}
+
+// How einops prints an axis in a set: a name quoted, an anonymous axis as "2-axis".
+std::string axis_str(const std::string& name) {
+  const size_t at = name.find("-axis#");
+  return at == std::string::npos ? "'" + name + "'" : name.substr(0, at + 5);
+}
+
+// One side of a pattern, read as einops reads it (einops/parsing.py, ParsedExpression): the
+// ellipsis becomes one character, then names are runs of letters, digits and '_', separated by
+// spaces and parentheses; any other character is refused. A name is checked when it ends.
 Groups parse_side(const std::string& side) {
-  Groups groups;
-  std::vector<std::string>* open = nullptr;  // the group being filled inside parentheses
-  std::vector<std::string> bracket;
-  size_t i = 0;
-  auto add = [&](const std::string& token) {
-    if (token == kEllipsis) {
-      if (open) open->push_back(kMergedEllipsis);
-      else groups.push_back({kEllipsis});
-    } else if (token == "1") {
-      if (open) throw PatternError{"'1' is not allowed inside parentheses"};
-      groups.push_back({});
-    } else if (is_identifier(token)) {
-      if (open) open->push_back(token);
-      else groups.push_back({token});
-    } else {
-      throw PatternError{"Invalid axis identifier: '" + token + "'"};
-    }
+  static std::atomic<int64_t> anonymous_count{0};
+  const char kMark = '\x1f';  // the ellipsis while reading; einops uses the character "…"
+  std::string text = side;
+  if (text.find('.') != std::string::npos) {
+    const size_t at = text.find(kEllipsis);
+    if (at == std::string::npos)
+      throw PatternError{"Expression may contain dots only inside ellipsis (...)"};
+    if (text.find(kEllipsis, at + 1) != std::string::npos ||
+        std::count(text.begin(), text.end(), '.') != 3)
+      throw PatternError{
+          "Expression may contain dots only inside ellipsis (...); only one ellipsis for tensor "};
+    text.replace(at, kEllipsis.size(), 1, kMark);
+  }
+  auto shown = [&](std::string t) {  // the text as einops prints it, with its "…"
+    for (size_t at; (at = t.find(kMark)) != std::string::npos;) t.replace(at, 1, "\u2026");
+    return t;
   };
-  while (i < side.size()) {
-    const char c = side[i];
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      ++i;
-    } else if (c == '(') {
-      if (open)
-        throw PatternError{"Axis composition is one-level (brackets inside brackets not allowed)"};
-      bracket.clear();
-      open = &bracket;
-      ++i;
-    } else if (c == ')') {
-      if (!open) throw PatternError{"Brackets are not balanced"};
-      groups.push_back(bracket);
-      open = nullptr;
-      ++i;
+  Groups groups;
+  std::set<std::string> seen;
+  bool in_bracket = false;
+  std::vector<std::string> bracket;
+  auto place = [&](const std::string& name) {
+    if (in_bracket) bracket.push_back(name);
+    else groups.push_back({name});
+  };
+  auto add = [&](const std::string& token) {
+    if (seen.count(token))
+      throw PatternError{"Indexing expression contains duplicate dimension \"" + token + "\""};
+    if (token == std::string(1, kMark)) {
+      seen.insert(token);
+      if (in_bracket) bracket.push_back(kMergedEllipsis);
+      else groups.push_back({kEllipsis});
+      return;
+    }
+    const bool number = std::all_of(token.begin(), token.end(),
+                                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (number) {
+      const std::string digits = token.substr(std::min(token.find_first_not_of('0'), token.size() - 1));
+      if (digits == "1") {  // a dimension of length 1; inside parentheses it changes nothing
+        if (!in_bracket) groups.push_back({});
+        return;
+      }
+      if (digits == "0") throw PatternError{"Anonymous axis should have positive length, not 0"};
+      if (digits.size() > 18) throw PatternError{"Anonymous axis length " + token + " is too large"};
+      place(digits + "-axis#" + std::to_string(anonymous_count++));
+      return;
+    }
+    const std::string problem = axis_name_problem(token);
+    if (!problem.empty())
+      throw PatternError{"Invalid axis identifier: " + shown(token) + "\n" + problem};
+    seen.insert(token);
+    place(token);
+  };
+  std::string current;
+  for (const char c : text) {
+    if (c == '(' || c == ')' || c == ' ') {
+      if (!current.empty()) add(current);
+      current.clear();
+      if (c == '(') {
+        if (in_bracket)
+          throw PatternError{"Axis composition is one-level (brackets inside brackets not allowed)"};
+        in_bracket = true;
+        bracket.clear();
+      } else if (c == ')') {
+        if (!in_bracket) throw PatternError{"Brackets are not balanced"};
+        groups.push_back(bracket);
+        in_bracket = false;
+      }
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == kMark) {
+      current += c;
     } else {
-      size_t j = i;
-      while (j < side.size() && !std::isspace(static_cast<unsigned char>(side[j])) &&
-             side[j] != '(' && side[j] != ')')
-        ++j;
-      add(side.substr(i, j - i));
-      i = j;
+      throw PatternError{"Unknown character '" + std::string(1, c) + "'"};
     }
   }
-  if (open) throw PatternError{"Imbalanced parentheses in expression: \"" + side + "\""};
+  if (in_bracket)
+    throw PatternError{"Imbalanced parentheses in expression: \"" + shown(text) + "\""};
+  if (!current.empty()) add(current);
   return groups;
+}
+
+// The pattern's two sides. einops splits at "->" and unpacks two parts, so a pattern without
+// one arrow fails in Python's unpacking ("not enough values to unpack"); the library says what
+// is wrong instead.
+std::pair<std::string, std::string> split_arrow(const std::string& pattern) {
+  const size_t arrow = pattern.find("->");
+  if (arrow == std::string::npos) throw PatternError{"Pattern must contain '->'"};
+  if (pattern.find("->", arrow + 2) != std::string::npos)
+    throw PatternError{"Pattern must contain '->' only once"};
+  return {pattern.substr(0, arrow), pattern.substr(arrow + 2)};
 }
 
 std::vector<std::string> names_of(const Groups& groups) {
@@ -87,18 +158,9 @@ std::vector<std::string> names_of(const Groups& groups) {
   return names;
 }
 
-void check_unique(const Groups& groups) {
-  std::set<std::string> seen;
-  for (const std::string& n : names_of(groups))
-    if (!seen.insert(n).second)
-      throw PatternError{n == kEllipsis
-                             ? "Expression may contain dots only inside ellipsis (...)"
-                             : "Indexing expression contains duplicate dimension \"" + n + "\""};
-}
-
 std::string set_str(const std::set<std::string>& s) {
   std::string out = "{";
-  for (const auto& n : s) out += (out.size() > 1 ? ", '" : "'") + n + "'";
+  for (const auto& n : s) out += (out.size() > 1 ? ", " : "") + axis_str(n);
   return out + "}";
 }
 
@@ -185,73 +247,115 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
                         const AxisSizes& sizes) {
   const bool is_reduce = !reduction.empty();
   try {
-    const size_t arrow = pattern.find("->");
-    if (arrow == std::string::npos) throw PatternError{"Pattern must contain '->'"};
-    Groups left = parse_side(pattern.substr(0, arrow));
-    Groups right = parse_side(pattern.substr(arrow + 2));
-    check_unique(left);
-    check_unique(right);
-    if (std::any_of(left.begin(), left.end(), merges_ellipsis))
-      throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed"};
+    const auto [left_text, right_text] = split_arrow(pattern);
+    Groups left = parse_side(left_text);
+    Groups right = parse_side(right_text);
+    // einops' checks, in its order (einops.py, _prepare_transformation_recipe).
     if (has_ellipsis(right) && !has_ellipsis(left))
       throw PatternError{"Ellipsis found in right side, but not left side of a pattern " +
                          pattern};
+    if (std::any_of(left.begin(), left.end(), merges_ellipsis))
+      throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed: " +
+                         pattern};
+    // The names on each side, the ellipsis as one name, "…", as einops prints it.
+    auto identifiers = [](const Groups& groups) {
+      std::set<std::string> out;
+      for (const std::string& n : names_of(groups))
+        out.insert(n == kEllipsis || n == kMergedEllipsis ? "…" : n);
+      return out;
+    };
+    const std::set<std::string> left_ids = identifiers(left), right_ids = identifiers(right);
+    auto missing_from = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+      std::set<std::string> out;
+      for (const auto& n : a)
+        if (!b.count(n)) out.insert(n);
+      return out;
+    };
+    // rearrange must keep every name, and einops lists all the odd ones out at once; reduce may
+    // drop names (it reduces them) but not invent them.
+    if (!is_reduce) {
+      const auto has_anonymous = [&](const std::set<std::string>& names) {
+        return std::any_of(names.begin(), names.end(),
+                           [](const std::string& n) { return anonymous_length(n).has_value(); });
+      };
+      if (has_anonymous(left_ids) || has_anonymous(right_ids))
+        throw PatternError{
+            "Non-unitary anonymous axes are not supported in rearrange (exception is length 1)"};
+      std::set<std::string> one_side = missing_from(left_ids, right_ids);
+      one_side.merge(missing_from(right_ids, left_ids));
+      if (!one_side.empty())
+        throw PatternError{"Identifiers only on one side of expression (should be on both): " +
+                           set_str(one_side)};
+    } else {
+      static const std::set<std::string> kReductions = {"min",  "max", "sum", "mean",
+                                                        "prod", "any", "all"};
+      if (!kReductions.count(reduction))
+        throw PatternError{"Unknown reduction " + reduction +
+                           ". Expect one of ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all')."};
+      const std::set<std::string> only_right = missing_from(right_ids, left_ids);
+      if (!only_right.empty())
+        throw PatternError{"Unexpected identifiers on the right side of reduce " + reduction +
+                           ": " + set_str(only_right)};
+    }
 
     // How many dimensions the ellipsis stands for.
     const int64_t named = static_cast<int64_t>(left.size()) - (has_ellipsis(left) ? 1 : 0);
     if (has_ellipsis(left) ? x.dim() < named : x.dim() != named)
-      throw PatternError{"Wrong shape: expected " + std::to_string(named) +
-                         (has_ellipsis(left) ? " or more" : "") + " dims. Received " +
-                         std::to_string(x.dim()) + "-dim tensor."};
+      throw PatternError{"Wrong shape: expected " + std::string(has_ellipsis(left) ? ">=" : "") +
+                         std::to_string(named) + " dims. Received " + std::to_string(x.dim()) +
+                         "-dim tensor."};
     const int64_t ellipsis_dims = x.dim() - named;
     left = expand_ellipsis(left, ellipsis_dims);
     right = expand_ellipsis(right, ellipsis_dims);
-
     const auto lnames = names_of(left), rnames = names_of(right);
     const std::set<std::string> lset(lnames.begin(), lnames.end()),
         rset(rnames.begin(), rnames.end());
-    // A name on one side only: reduce may drop names (it reduces them) but not invent them;
-    // rearrange must keep every name, and einops lists all the odd ones out at once.
-    std::set<std::string> only_right, one_side;
-    for (const auto& n : rset)
-      if (!lset.count(n)) only_right.insert(n);
-    one_side = only_right;
-    for (const auto& n : lset)
-      if (!rset.count(n)) one_side.insert(n);
-    if (is_reduce && !only_right.empty())
-      throw PatternError{"Unexpected identifiers on the right side of reduce " + reduction + ": " +
-                         set_str(only_right)};
-    if (!is_reduce && !one_side.empty())
-      throw PatternError{"Identifiers only on one side of expression (should be on both): " +
-                         set_str(one_side)};
-    for (const auto& [name, size] : sizes)
+    for (const auto& [name, size] : sizes) {
+      if (!axis_name_problem(name).empty())
+        throw PatternError{"('Invalid name for an axis', '" + name + "')"};
       if (!lset.count(name)) throw PatternError{"Axis " + name + " is not used in transform"};
+    }
 
     // Sizes of the elementary axes: each left group's size, divided among its axes.
     std::map<std::string, int64_t> axis;
     Shape elementary;
+    // A length given for an axis: by the caller, or by the number an anonymous axis is.
+    auto given = [&](const std::string& n) -> std::optional<int64_t> {
+      if (auto a = anonymous_length(n)) return a;
+      if (auto it = sizes.find(n); it != sizes.end()) return it->second;
+      return std::nullopt;
+    };
+    // First every group may leave at most one length to infer, then the lengths must fit.
+    for (const auto& group : left) {
+      std::vector<std::string> unknown;
+      for (const auto& n : group)
+        if (!given(n)) unknown.push_back(n);
+      if (unknown.size() > 1) {
+        std::string names;
+        for (const auto& n : unknown) names += (names.empty() ? "" : ", ") + axis_str(n);
+        throw PatternError{"Could not infer sizes for {" + names + "}"};
+      }
+    }
     for (size_t g = 0; g < left.size(); ++g) {
       const int64_t length = x.size(static_cast<int64_t>(g));
       int64_t known = 1;
+      bool overflow = false;
       std::optional<std::string> unknown;
       for (const auto& n : left[g]) {
-        auto it = sizes.find(n);
-        if (it != sizes.end()) known *= it->second;
-        else if (unknown)
-          throw PatternError{"Could not infer sizes for {'" + *unknown + "', '" + n + "'}"};
+        if (auto v = given(n)) overflow |= __builtin_mul_overflow(known, *v, &known);
         else unknown = n;
       }
       if (unknown) {
-        if (known == 0 || length % known != 0)
+        if (overflow || known <= 0 || length % known != 0)
           throw PatternError{"Shape mismatch, can't divide axis of length " +
                              std::to_string(length) + " in chunks of " + std::to_string(known)};
         axis[*unknown] = length / known;
-      } else if (known != length) {
+      } else if (overflow || known != length) {
         throw PatternError{"Shape mismatch, " + std::to_string(length) +
                            " != " + std::to_string(known)};
       }
       for (const auto& n : left[g]) {
-        if (!axis.count(n)) axis[n] = sizes.at(n);
+        if (!axis.count(n)) axis[n] = *given(n);
         elementary.push_back(axis[n]);
       }
     }
@@ -396,19 +500,22 @@ Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& re
   return rearrange_reduce(x, pattern, reduction, sizes);
 }
 
+// A group einsum takes: one name or the ellipsis, not a composition, a 1 or another number.
+static bool plain_axis(const std::vector<std::string>& g) {
+  return g.size() == 1 && !merges_ellipsis(g) && !anonymous_length(g[0]);
+}
+
 Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
   try {
-    const size_t arrow = pattern.find("->");
-    if (arrow == std::string::npos) throw PatternError{"Pattern must contain '->'"};
+    const auto [lhs, rhs] = split_arrow(pattern);
     std::vector<Groups> inputs;
-    std::string lhs = pattern.substr(0, arrow);
     for (size_t start = 0;;) {
       const size_t comma = lhs.find(',', start);
       inputs.push_back(parse_side(lhs.substr(start, comma - start)));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-    Groups output = parse_side(pattern.substr(arrow + 2));
+    Groups output = parse_side(rhs);
     if (inputs.size() != operands.size())
       throw PatternError{"The pattern names " + std::to_string(inputs.size()) + " operands, but " +
                          std::to_string(operands.size()) + " were given"};
@@ -417,9 +524,8 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
     std::vector<int64_t> own(operands.size(), 0);
     for (size_t k = 0; k < operands.size(); ++k) {
       for (const auto& g : inputs[k])
-        if (g.size() != 1 || merges_ellipsis(g))
-          throw PatternError{"einsum does not take parentheses or '1' in its pattern"};
-      check_unique(inputs[k]);
+        if (!plain_axis(g))
+          throw PatternError{"einsum does not take parentheses or numbers in its pattern"};
       const int64_t named =
           static_cast<int64_t>(inputs[k].size()) - (has_ellipsis(inputs[k]) ? 1 : 0);
       if (has_ellipsis(inputs[k]) ? operands[k].dim() < named : operands[k].dim() != named)
@@ -430,9 +536,8 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
       ellipsis_dims = std::max(ellipsis_dims, own[k]);
     }
     for (const auto& g : output)
-      if (g.size() != 1 || merges_ellipsis(g))
-        throw PatternError{"einsum does not take parentheses or '1' in its pattern"};
-    check_unique(output);
+      if (!plain_axis(g))
+        throw PatternError{"einsum does not take parentheses or numbers in its pattern"};
     std::vector<Named> named;
     for (size_t k = 0; k < operands.size(); ++k) {
       Groups g = expand_ellipsis(inputs[k], own[k]);

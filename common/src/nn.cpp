@@ -33,26 +33,43 @@ Tensor Module::forward(const Tensor&) {
                             "] is missing the required \"forward\" function");
 }
 
-void Module::check_new_name(const std::string& name) const {
-  if (name.empty() || name.find('.') != std::string::npos)
-    throw ValueError("module name can't contain \".\", got: " + name);
+// PyTorch's checks, in its order: a name must be a plain attribute name, and one a child holds
+// cannot name a parameter (nor the other way round); registering a name again under its own kind
+// replaces the entry, as assigning the attribute again does in Python.
+void Module::check_new_name(const std::string& name, const char* kind) const {
   auto taken = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
   };
-  if (taken(params_) || taken(children_))
-    throw ValueError("attribute '" + name + "' already exists");
+  const bool is_module = std::string(kind) == "module";
+  if (is_module ? taken(params_) : taken(children_))
+    throw KeyError("attribute '" + name + "' already exists");
+  if (name.find('.') != std::string::npos)
+    throw KeyError(std::string(kind) + " name can't contain \".\"" +
+                   (is_module ? ", got: " + name : std::string()));
+  if (name.empty()) throw KeyError(std::string(kind) + " name can't be empty string \"\"");
+}
+
+template <typename Entry, typename Value>
+static void add_or_replace(std::vector<std::pair<std::string, Entry>>& list,
+                           const std::string& name, Value&& value) {
+  for (auto& e : list)
+    if (e.first == name) {
+      e.second = std::forward<Value>(value);
+      return;
+    }
+  list.emplace_back(name, std::forward<Value>(value));
 }
 
 void Module::register_parameter(const std::string& name, Tensor* slot) {
-  check_new_name(name);
+  check_new_name(name, "parameter");
   if (slot == nullptr) throw ValueError("register_parameter: null slot for '" + name + "'");
-  params_.emplace_back(name, slot);
+  add_or_replace(params_, name, slot);
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> child) {
-  check_new_name(name);
+  check_new_name(name, "module");
   if (!child) throw TypeError("register_module: '" + name + "' is not a Module (null)");
-  children_.emplace_back(name, std::move(child));
+  add_or_replace(children_, name, std::move(child));
 }
 
 // Depth first, own parameters before the children's, as PyTorch's named_parameters walks. A

@@ -4,7 +4,10 @@
 /// A pattern names each dimension: "batch seq hidden -> batch hidden". Parentheses group
 /// dimensions that are split or merged ("... (heads hidden1) -> ... heads hidden1"), "..."
 /// stands for any number of unnamed leading dimensions, and a name missing on the right of
-/// reduce or einsum is summed (or averaged, maxed, minned or multiplied) away.
+/// reduce or einsum is summed (or averaged, maxed, minned or multiplied) away. "1" or "()" is a
+/// dimension of length 1; reduce also takes other numbers on the left, as axes of that length
+/// ("(h 2) w -> h w" pools pairs of rows). Patterns are read and refused as einops 0.8 reads
+/// them, with its messages.
 #pragma once
 #include <map>
 #include <string>

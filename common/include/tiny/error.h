@@ -28,6 +28,14 @@ class IndexError : public Error {
   using Error::Error;  ///< constructed from the message, like Error
 };
 
+/// Python's `KeyError`: a module or parameter name PyTorch refuses ("module name can't contain
+/// \".\", got: a.b"). Python prints a KeyError's message quoted, as the repr of a string; what()
+/// is the message itself.
+class KeyError : public Error {
+ public:
+  using Error::Error;  ///< constructed from the message, like Error
+};
+
 /// PyTorch's `ValueError`: malformed input values (ragged nested lists, a mismatched loss target).
 class ValueError : public Error {
  public:

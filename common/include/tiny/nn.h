@@ -83,9 +83,12 @@ class Module {
 
  protected:
   /// Registers the tensor member at `slot` (which must outlive the module: a member) under
-  /// `name`. An undefined tensor (a bias turned off) is registered as absent.
+  /// `name`. An undefined tensor (a bias turned off) is registered as absent. A name with a "."
+  /// or empty, or a child's name, raises PyTorch's KeyError; a parameter's own name again
+  /// replaces it.
   void register_parameter(const std::string& name, Tensor* slot);
-  /// Registers a child module under `name` and returns it.
+  /// Registers a child module under `name` and returns it; the names are checked as
+  /// register_parameter's are, and a child's own name again replaces that child.
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> child) {
     add_child(name, child);
@@ -97,7 +100,7 @@ class Module {
   void collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor*>>& out,
                std::vector<const Tensor*>& seen) const;
   std::vector<std::pair<std::string, Tensor*>> parameter_slots();
-  void check_new_name(const std::string& name) const;
+  void check_new_name(const std::string& name, const char* kind) const;
 
   std::string type_name_;
   std::vector<std::pair<std::string, Tensor*>> params_;
