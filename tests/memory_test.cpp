@@ -519,15 +519,29 @@ TEST(Memory, CheckpointRefusesARegionThatChanges) {
   nn::Linear lin(8, 8);
   int calls = 0;
   auto region = [&](const Tensor& h) {
-    // Saves one tensor the first time and two the second: the recomputation cannot match.
+    // Saves two tensors the first time (addmm its operands) and three the second.
     Tensor y = lin.forward(h);
     if (calls++ > 0) y = y.exp();
     return y;
   };
   Tensor x = randn({2, 8}).requires_grad_(true);
   Tensor out = checkpoint(region, x);
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { out.sum().backward(); },
-                                        "A different number of tensors was saved"));
+  EXPECT_TRUE(throws_with<CheckpointError>(
+      [&] { out.sum().backward(); },
+      "A different number of tensors was saved during the original forward and "
+      "recomputation.\nNumber of tensors saved during forward: 2\nNumber of tensors saved during "
+      "recomputation: 3."));
+  // The same number of tensors, one of another dtype: PyTorch 2.x's text names each position.
+  int runs = 0;
+  Tensor z = checkpoint(
+      [&](const Tensor& h) { return runs++ > 0 ? h.to(kFloat64).exp() : h.exp(); }, x);
+  EXPECT_TRUE(throws_with<CheckpointError>(
+      [&] { z.sum().backward(); },
+      "torch.utils.checkpoint: Recomputed values for the following tensors have different "
+      "metadata than during the forward pass.\ntensor at position 0:\nsaved metadata: "
+      "{'shape': torch.Size([2, 8]), 'dtype': torch.float32, 'device': device(type='cpu')}\n"
+      "recomputed metadata: {'shape': torch.Size([2, 8]), 'dtype': torch.float64, 'device': "
+      "device(type='cpu')}\n."));
   EXPECT_TRUE(throws_with<ValueError>(
       [] { checkpoint(std::function<Tensor(const Tensor&)>(), Tensor()); }, "empty"));
 }

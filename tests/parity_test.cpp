@@ -452,6 +452,15 @@ struct Bare : nn::Module {
   void param(const std::string& name) { register_parameter(name, &w); }
 };
 
+// A checkpointed region that runs `first` in the forward pass and `again` in backward's.
+void recomputed_differently(Tensor (*first)(const Tensor&), Tensor (*again)(const Tensor&)) {
+  int calls = 0;
+  const std::function<Tensor(const Tensor&)> region = [&](const Tensor& x) {
+    return calls++ == 0 ? first(x) : again(x);
+  };
+  checkpoint(region, leaf({2})).sum().backward();
+}
+
 const std::map<std::string, std::function<void()>>& errors() {
   using F = std::function<void()>;
   static const std::map<std::string, F> table = {
@@ -765,6 +774,22 @@ const std::map<std::string, std::function<void()>>& errors() {
        }},
       {"scaler_load_empty_state",
        [] { amp::GradScaler(Device::Type::CPU).load_state_dict(std::nullopt); }},
+      {"as_strided_out_of_bounds",
+       [] {
+         const Tensor t = ones({6});
+         Tensor(t.storage(), kFloat32, {4}, {2}, 0);
+       }},
+      {"as_strided_negative_offset",
+       [] {
+         const Tensor t = ones({6});
+         Tensor(t.storage(), kFloat32, {2}, {1}, -1);
+       }},
+      {"checkpoint_fewer_saved",
+       [] { recomputed_differently([](const Tensor& x) { return exp(exp(x)); }, exp); }},
+      {"checkpoint_other_dtype",
+       [] { recomputed_differently(exp, [](const Tensor& x) { return exp(x.to(kFloat64)); }); }},
+      {"checkpoint_other_shape",
+       [] { recomputed_differently(exp, [](const Tensor& x) { return exp(x.reshape({2, 1})); }); }},
   };
   return table;
 }

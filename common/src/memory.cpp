@@ -172,7 +172,7 @@ class RecomputeFrame final : public detail::CheckpointFrame {
   }
 
   int64_t pack(const Tensor& t) override {
-    saved_.push_back({t.shape(), t.dtype()});
+    saved_.push_back({t.shape(), t.dtype(), t.device()});
     recomputed_.emplace_back();
     return static_cast<int64_t>(saved_.size()) - 1;
   }
@@ -190,6 +190,14 @@ class RecomputeFrame final : public detail::CheckpointFrame {
   struct Meta {
     Shape shape;
     DType dtype;
+    Device device;
+    bool operator==(const Meta&) const = default;
+    // As PyTorch 2.x prints a saved tensor's metadata.
+    std::string str() const {
+      return "{'shape': " + detail::torch_size_str(shape) + ", 'dtype': torch." +
+             dtype_name(dtype) + ", 'device': device(type='" +
+             (device.is_cpu() ? "cpu'" : "cuda', index=" + std::to_string(device.index)) + ")}";
+    }
   };
 
   static void drop(Tensor& t) {
@@ -229,22 +237,25 @@ class RecomputeFrame final : public detail::CheckpointFrame {
       }
       fn_(inputs);  // the outputs, and the graph they head, are thrown away
     }
+    // PyTorch's two checks, with its texts up to the tips that follow them there.
     if (got.size() != saved_.size())
-      throw RuntimeError(
+      throw CheckpointError(
           "torch.utils.checkpoint: A different number of tensors was saved during the original "
           "forward and recomputation.\nNumber of tensors saved during forward: " +
           std::to_string(saved_.size()) +
-          "\nNumber of tensors saved during recomputation: " + std::to_string(got.size()));
-    for (size_t i = 0; i < got.size(); ++i)
-      if (got[i].shape() != saved_[i].shape || got[i].dtype() != saved_[i].dtype)
-        throw RuntimeError(
-            "torch.utils.checkpoint: Recomputed values for the following tensors have different "
-            "metadata than during the forward pass.\ntensor at position " +
-            std::to_string(i) + ":\nsaved metadata: {'shape': " +
-            detail::shape_str(saved_[i].shape) + ", 'dtype': torch." +
-            dtype_name(saved_[i].dtype) + "}\nrecomputed metadata: {'shape': " +
-            detail::shape_str(got[i].shape()) + ", 'dtype': torch." + dtype_name(got[i].dtype()) +
-            "}");
+          "\nNumber of tensors saved during recomputation: " + std::to_string(got.size()) + ".");
+    std::string mismatches;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const Meta now{got[i].shape(), got[i].dtype(), got[i].device()};
+      if (!(now == saved_[i]))
+        mismatches += "tensor at position " + std::to_string(i) + ":\nsaved metadata: " +
+                      saved_[i].str() + "\nrecomputed metadata: " + now.str() + "\n";
+    }
+    if (!mismatches.empty())
+      throw CheckpointError(
+          "torch.utils.checkpoint: Recomputed values for the following tensors have different "
+          "metadata than during the forward pass.\n" +
+          mismatches + ".");
     for (size_t i = 0; i < got.size(); ++i) {
       drop(recomputed_[i]);
       recomputed_[i] = std::move(got[i]);

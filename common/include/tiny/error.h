@@ -64,6 +64,13 @@ class NotImplementedError : public RuntimeError {
   using RuntimeError::RuntimeError;  ///< constructed from the message, like Error
 };
 
+/// PyTorch's `torch.utils.checkpoint.CheckpointError`, a RuntimeError: a checkpointed region
+/// saved other tensors when it ran again during backward than it did the first time.
+class CheckpointError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;  ///< constructed from the message, like Error
+};
+
 /// What a starter copy throws where an exercise's solution was removed; its what() is
 /// "not implemented: <exercise>", the words scripts/grade.py looks for.
 class ExerciseNotImplemented : public NotImplementedError {

@@ -136,7 +136,9 @@ using CheckpointFunction = std::function<std::vector<Tensor>(const std::vector<T
 /// been recomputed.
 ///
 /// Limit: `fn` must save the same tensors when run again (no branching on a random number
-/// drawn from another generator, which checkpoint cannot set back).
+/// drawn from another generator, which checkpoint cannot set back); if it saves another number
+/// of them, or one of another shape, dtype or device, backward raises CheckpointError with
+/// PyTorch's text.
 std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs);
 /// checkpoint() of a region with one input and one output.
 Tensor checkpoint(const std::function<Tensor(const Tensor&)>& fn, const Tensor& input);
