@@ -127,7 +127,17 @@ TEST(Init, BoundsAndSpreadsMatchTheFormulas) {
     const double s = 1 / std::sqrt(static_cast<double>(in));
     init::trunc_normal_(t, 0, s, -3, 3, g);  // bounds far outside: a plain normal ...
     if (dt != kBFloat16) {
-      EXPECT_NEAR(sample_std(t) / s, 1.0, std_tolerance(3, n)) << dtype_name(dt);
+      // The uniform step can draw exactly -1 (in float32 one draw in 2^24), whose erfinv is
+      // -inf, clamped to a = -3: 34 standard deviations out, enough for one such value to move
+      // the spread by 2%. PyTorch does the same. The spread is measured without those; more
+      // than two of them in 32768 draws would be a fault (expected 0.002 in float32).
+      std::vector<double> inside;
+      for (double v : t.tolist())
+        if (v != -3.0 && v != 3.0) inside.push_back(v);
+      EXPECT_LE(n - static_cast<int64_t>(inside.size()), 2) << dtype_name(dt);
+      const Shape kept{static_cast<int64_t>(inside.size())};
+      EXPECT_NEAR(sample_std(from_vector(inside, kept)) / s, 1.0, std_tolerance(3, n))
+          << dtype_name(dt);
     } else {
       // ... except in bfloat16, in PyTorch as here: the uniform step draws from 256 levels in
       // [-1, 1), and the level -1 (one draw in 256) has erfinv -inf, which the clamp makes a =
