@@ -172,8 +172,8 @@ TEST(Einops, NumbersAreAnonymousAxes) {
   EXPECT_TRUE(throws_with<RuntimeError>(
       [&] { rearrange(x, "a b_ -> a b_"); },
       "Invalid axis identifier: b_\naxis name should should not start or end with underscore"));
-  EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "a\tb -> a b"); },
-                                        "Unknown character '\t'"));
+  EXPECT_TRUE(
+      throws_with<RuntimeError>([&] { rearrange(x, "a\tb -> a b"); }, "Unknown character '\t'"));
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "(a ... -> a"); },
                                         "Imbalanced parentheses in expression: \"(a \u2026 \""));
 }

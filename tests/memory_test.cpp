@@ -533,8 +533,8 @@ TEST(Memory, CheckpointRefusesARegionThatChanges) {
       "recomputation: 3."));
   // The same number of tensors, one of another dtype: PyTorch 2.x's text names each position.
   int runs = 0;
-  Tensor z = checkpoint(
-      [&](const Tensor& h) { return runs++ > 0 ? h.to(kFloat64).exp() : h.exp(); }, x);
+  Tensor z =
+      checkpoint([&](const Tensor& h) { return runs++ > 0 ? h.to(kFloat64).exp() : h.exp(); }, x);
   EXPECT_TRUE(throws_with<CheckpointError>(
       [&] { z.sum().backward(); },
       "torch.utils.checkpoint: Recomputed values for the following tensors have different "

@@ -194,7 +194,8 @@ TEST(Nn, NamesAreCheckedAndReRegisteringReplacesAsInPyTorch) {
   EXPECT_EQ(named[0].second.shape(), (Shape{2}));
   EXPECT_EQ(m.repr(), "Registrar(\n  (act): GELU(approximate='none')\n)");
   // A name of the other kind, or one PyTorch's dotted paths could not spell, is a KeyError.
-  EXPECT_TRUE(throws_with<KeyError>([&] { m.param("act", &m.a); }, "attribute 'act' already exists"));
+  EXPECT_TRUE(
+      throws_with<KeyError>([&] { m.param("act", &m.a); }, "attribute 'act' already exists"));
   EXPECT_TRUE(throws_with<KeyError>([&] { m.child("w", std::make_shared<nn::ReLU>()); },
                                     "attribute 'w' already exists"));
   EXPECT_TRUE(throws_with<KeyError>([&] { m.child("a.b", std::make_shared<nn::ReLU>()); },

@@ -95,16 +95,19 @@ Groups parse_side(const std::string& side) {
       else groups.push_back({kEllipsis});
       return;
     }
-    const bool number = std::all_of(token.begin(), token.end(),
-                                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool number = std::all_of(token.begin(), token.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
     if (number) {
-      const std::string digits = token.substr(std::min(token.find_first_not_of('0'), token.size() - 1));
+      const std::string digits =
+          token.substr(std::min(token.find_first_not_of('0'), token.size() - 1));
       if (digits == "1") {  // a dimension of length 1; inside parentheses it changes nothing
         if (!in_bracket) groups.push_back({});
         return;
       }
       if (digits == "0") throw PatternError{"Anonymous axis should have positive length, not 0"};
-      if (digits.size() > 18) throw PatternError{"Anonymous axis length " + token + " is too large"};
+      if (digits.size() > 18)
+        throw PatternError{"Anonymous axis length " + token + " is too large"};
       place(digits + "-axis#" + std::to_string(anonymous_count++));
       return;
     }
@@ -121,7 +124,8 @@ Groups parse_side(const std::string& side) {
       current.clear();
       if (c == '(') {
         if (in_bracket)
-          throw PatternError{"Axis composition is one-level (brackets inside brackets not allowed)"};
+          throw PatternError{
+              "Axis composition is one-level (brackets inside brackets not allowed)"};
         in_bracket = true;
         bracket.clear();
       } else if (c == ')') {
@@ -255,8 +259,7 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
       throw PatternError{"Ellipsis found in right side, but not left side of a pattern " +
                          pattern};
     if (std::any_of(left.begin(), left.end(), merges_ellipsis))
-      throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed: " +
-                         pattern};
+      throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed: " + pattern};
     // The names on each side, the ellipsis as one name, "…", as einops prints it.
     auto identifiers = [](const Groups& groups) {
       std::set<std::string> out;
