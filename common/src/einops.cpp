@@ -19,6 +19,10 @@ namespace {
 const std::string kEllipsis = "...";
 // The ellipsis inside parentheses, "(...)" or "(a ...)": its dimensions merged into one.
 const std::string kMergedEllipsis = "(...)";
+// How einops prints the ellipsis in its messages: it reads "..." as this one character.
+const std::string kEllipsisGlyph = "\u2026";
+// What marks an anonymous axis's name (see anonymous_length).
+const std::string kAnonymousTag = "-axis#";
 
 // One side of a pattern: a list of groups, each a list of axis names. A plain name is a group of
 // one; "(h w)" a group of two; "()" or "1" an empty group (a dimension of size 1); "..." a group
@@ -46,15 +50,16 @@ std::string axis_name_problem(const std::string& s) {
 // has '-' or '#', and the running k keeps two of them apart, as einops keeps every anonymous
 // axis distinct from every other. Its length is the number.
 std::optional<int64_t> anonymous_length(const std::string& name) {
-  const size_t at = name.find("-axis#");
+  const size_t at = name.find(kAnonymousTag);
   if (at == std::string::npos) return std::nullopt;
   return std::stoll(name.substr(0, at));
 }
 
 // How einops prints an axis in a set: a name quoted, an anonymous axis as "2-axis".
 std::string axis_str(const std::string& name) {
-  const size_t at = name.find("-axis#");
-  return at == std::string::npos ? "'" + name + "'" : name.substr(0, at + 5);
+  const size_t at = name.find(kAnonymousTag);
+  // "2-axis": the tag without its "#"
+  return at == std::string::npos ? "'" + name + "'" : name.substr(0, at + kAnonymousTag.size() - 1);
 }
 
 // One side of a pattern, read as einops reads it (einops/parsing.py, ParsedExpression): the
@@ -62,7 +67,7 @@ std::string axis_str(const std::string& name) {
 // spaces and parentheses; any other character is refused. A name is checked when it ends.
 Groups parse_side(const std::string& side) {
   static std::atomic<int64_t> anonymous_count{0};
-  const char kMark = '\x1f';  // the ellipsis while reading; einops uses the character "…"
+  const char kMark = '\x1f';  // the ellipsis while reading, where einops uses kEllipsisGlyph
   std::string text = side;
   if (text.find('.') != std::string::npos) {
     const size_t at = text.find(kEllipsis);
@@ -74,8 +79,8 @@ Groups parse_side(const std::string& side) {
           "Expression may contain dots only inside ellipsis (...); only one ellipsis for tensor "};
     text.replace(at, kEllipsis.size(), 1, kMark);
   }
-  auto shown = [&](std::string t) {  // the text as einops prints it, with its "…"
-    for (size_t at; (at = t.find(kMark)) != std::string::npos;) t.replace(at, 1, "\u2026");
+  auto shown = [&](std::string t) {  // the text as einops prints it
+    for (size_t at; (at = t.find(kMark)) != std::string::npos;) t.replace(at, 1, kEllipsisGlyph);
     return t;
   };
   Groups groups;
@@ -89,8 +94,7 @@ Groups parse_side(const std::string& side) {
   auto add = [&](const std::string& token) {
     if (seen.count(token))
       throw PatternError{"Indexing expression contains duplicate dimension \"" + token + "\""};
-    if (token == std::string(1, kMark)) {
-      seen.insert(token);
+    if (token == std::string(1, kMark)) {  // one at most: the dots were counted above
       if (in_bracket) bracket.push_back(kMergedEllipsis);
       else groups.push_back({kEllipsis});
       return;
@@ -108,7 +112,7 @@ Groups parse_side(const std::string& side) {
       if (digits == "0") throw PatternError{"Anonymous axis should have positive length, not 0"};
       if (digits.size() > 18)
         throw PatternError{"Anonymous axis length " + token + " is too large"};
-      place(digits + "-axis#" + std::to_string(anonymous_count++));
+      place(digits + kAnonymousTag + std::to_string(anonymous_count++));
       return;
     }
     const std::string problem = axis_name_problem(token);
@@ -260,11 +264,11 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
                          pattern};
     if (std::any_of(left.begin(), left.end(), merges_ellipsis))
       throw PatternError{"Ellipsis inside parenthesis in the left side is not allowed: " + pattern};
-    // The names on each side, the ellipsis as one name, "…", as einops prints it.
+    // The names on each side, the ellipsis as one name, as einops prints it.
     auto identifiers = [](const Groups& groups) {
       std::set<std::string> out;
       for (const std::string& n : names_of(groups))
-        out.insert(n == kEllipsis || n == kMergedEllipsis ? "…" : n);
+        out.insert(n == kEllipsis || n == kMergedEllipsis ? kEllipsisGlyph : n);
       return out;
     };
     const std::set<std::string> left_ids = identifiers(left), right_ids = identifiers(right);

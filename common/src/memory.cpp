@@ -247,7 +247,7 @@ class RecomputeFrame final : public detail::CheckpointFrame {
     std::string mismatches;
     for (size_t i = 0; i < got.size(); ++i) {
       const Meta now{got[i].shape(), got[i].dtype(), got[i].device()};
-      if (!(now == saved_[i]))
+      if (now != saved_[i])
         mismatches += "tensor at position " + std::to_string(i) +
                       ":\nsaved metadata: " + saved_[i].str() +
                       "\nrecomputed metadata: " + now.str() + "\n";
