@@ -833,6 +833,385 @@ std::string run_einops(const std::string& input) {
   }
 }
 
+// inplace: "<op> <kind> <who>" or "case <name>", as the script's INPLACE_OPS, INPLACE_KINDS,
+// INPLACE_WHO and INPLACE_CASES. Node names and each leaf's gradient to 10 digits.
+std::string node_name(const Tensor& t) {
+  const auto fn = t.grad_fn();
+  return fn ? fn->name() : "None";
+}
+
+std::string grad_text(const Tensor& t) {
+  if (!t.grad().defined()) return "-";
+  const Tensor d = t.grad().detach().contiguous().to(kFloat64).reshape({-1});
+  std::string s;
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", d.data<double>()[i]);
+    s += (i ? "," : "") + std::string(buf);
+  }
+  return s;
+}
+
+Tensor f64(const std::vector<double>& v, const Shape& shape, bool requires_grad) {
+  Tensor t = from_vector(v, shape);
+  return requires_grad ? t.requires_grad_() : t;
+}
+
+using InplaceOp = std::function<void(Tensor& t, const Tensor& o, const Tensor& w)>;
+
+const std::map<std::string, InplaceOp>& inplace_ops() {
+  static const std::map<std::string, InplaceOp> ops = {
+      {"add", [](Tensor& t, const Tensor& o, const Tensor&) { t.add_(o, 2); }},
+      {"add_number", [](Tensor& t, const Tensor&, const Tensor&) { t.add_(2.5); }},
+      {"sub", [](Tensor& t, const Tensor& o, const Tensor&) { t.sub_(o); }},
+      {"sub_number", [](Tensor& t, const Tensor&, const Tensor&) { t.sub_(0.25); }},
+      {"mul", [](Tensor& t, const Tensor& o, const Tensor&) { t.mul_(o); }},
+      {"mul_number", [](Tensor& t, const Tensor&, const Tensor&) { t.mul_(2.5); }},
+      {"div", [](Tensor& t, const Tensor& o, const Tensor&) { t.div_(o); }},
+      {"div_number", [](Tensor& t, const Tensor&, const Tensor&) { t.div_(2.5); }},
+      {"pow", [](Tensor& t, const Tensor& o, const Tensor&) { t.pow_(o); }},
+      {"pow_number", [](Tensor& t, const Tensor&, const Tensor&) { t.pow_(3); }},
+      {"pow_half", [](Tensor& t, const Tensor&, const Tensor&) { t.pow_(0.5); }},
+      {"pow_minus_half", [](Tensor& t, const Tensor&, const Tensor&) { t.pow_(-0.5); }},
+      {"neg", [](Tensor& t, const Tensor&, const Tensor&) { t.neg_(); }},
+      {"abs", [](Tensor& t, const Tensor&, const Tensor&) { t.abs_(); }},
+      {"sqrt", [](Tensor& t, const Tensor&, const Tensor&) { t.sqrt_(); }},
+      {"rsqrt", [](Tensor& t, const Tensor&, const Tensor&) { t.rsqrt_(); }},
+      {"exp", [](Tensor& t, const Tensor&, const Tensor&) { t.exp_(); }},
+      {"log", [](Tensor& t, const Tensor&, const Tensor&) { t.log_(); }},
+      {"log1p", [](Tensor& t, const Tensor&, const Tensor&) { t.log1p_(); }},
+      {"expm1", [](Tensor& t, const Tensor&, const Tensor&) { t.expm1_(); }},
+      {"erf", [](Tensor& t, const Tensor&, const Tensor&) { t.erf_(); }},
+      {"relu", [](Tensor& t, const Tensor&, const Tensor&) { t.relu_(); }},
+      {"sigmoid", [](Tensor& t, const Tensor&, const Tensor&) { t.sigmoid_(); }},
+      {"tanh", [](Tensor& t, const Tensor&, const Tensor&) { t.tanh_(); }},
+      {"square", [](Tensor& t, const Tensor&, const Tensor&) { t.square_(); }},
+      {"reciprocal", [](Tensor& t, const Tensor&, const Tensor&) { t.reciprocal_(); }},
+      {"clamp", [](Tensor& t, const Tensor&, const Tensor&) { t.clamp_(0.6, 1.5); }},
+      {"clamp_min", [](Tensor& t, const Tensor&, const Tensor&) { t.clamp_min_(0.6); }},
+      {"clamp_max", [](Tensor& t, const Tensor&, const Tensor&) { t.clamp_max_(1.5); }},
+      {"lerp_number", [](Tensor& t, const Tensor& o, const Tensor&) { t.lerp_(o, 0.25); }},
+      {"lerp", [](Tensor& t, const Tensor& o, const Tensor& w) { t.lerp_(o, w); }},
+      {"addcmul", [](Tensor& t, const Tensor& o, const Tensor& w) { t.addcmul_(o, w, 0.5); }},
+      {"addcdiv", [](Tensor& t, const Tensor& o, const Tensor& w) { t.addcdiv_(o, w, 0.5); }},
+      {"copy", [](Tensor& t, const Tensor& o, const Tensor&) { t.copy_(o); }},
+      {"fill", [](Tensor& t, const Tensor&, const Tensor&) { t.fill_(2.5); }},
+      {"zero", [](Tensor& t, const Tensor&, const Tensor&) { t.zero_(); }},
+      {"normal", [](Tensor& t, const Tensor&, const Tensor&) { normal_(t); }},
+      {"uniform", [](Tensor& t, const Tensor&, const Tensor&) { uniform_(t); }},
+  };
+  return ops;
+}
+
+std::string run_inplace_op(const std::string& op, const std::string& kind,
+                           const std::string& who) {
+  const bool a_grad = who == "self" || who == "both", src_grad = who == "sources" || who == "both";
+  const Tensor a = f64({0.5, 1.25, 2.0, 0.75, 1.5, 1.8}, {2, 3}, a_grad);
+  const Tensor o = f64({1.5, 0.75, 3.0}, {3}, src_grad);
+  const Tensor w = f64({0.25, 2.0, 0.5}, {3}, src_grad);
+  Tensor base, target, weights = f64({1, 2, 3, 4, 5, 6}, {2, 3}, false);
+  if (kind == "fresh") {
+    target = a.select(0, 0) * 1;
+  } else if (kind == "row") {
+    base = a * 1;
+    target = base.select(0, 1);
+  } else if (kind == "column") {
+    base = a.t() * 1;
+    weights = weights.t();
+    target = base.select(1, 0);
+  } else if (kind == "buffer") {
+    base = zeros({2, 3}, kFloat64);
+    target = base.select(0, 1);
+  } else {
+    target = zeros({3}, kFloat64);
+  }
+  manual_seed(0);
+  inplace_ops().at(op)(target, o, w);
+  const std::string names =
+      node_name(target) + " " + (base.defined() ? node_name(base) : std::string("-"));
+  Tensor loss = (target * f64({1.0, -2.0, 0.5}, {3}, false)).sum();
+  if (base.defined()) loss = loss + (base * weights).sum();
+  if (!loss.requires_grad()) return names + " | no grad";
+  loss.backward();
+  return names + " | a " + grad_text(a) + " o " + grad_text(o) + " w " + grad_text(w);
+}
+
+Tensor leaf64(const Shape& shape) {
+  return (arange(1.0, 1.0 + static_cast<double>(shape_numel(shape)), 1, kFloat64).reshape(shape) /
+          4)
+      .requires_grad_();
+}
+
+Tensor weighted_sum(const Tensor& t) {
+  return (t * arange(1.0, 1.0 + static_cast<double>(t.numel()), 1, t.dtype()).reshape(t.shape()))
+      .sum();
+}
+
+std::string first_next(const Tensor& t) { return t.grad_fn()->next_functions()[0].fn->name(); }
+
+const std::map<std::string, std::function<std::string()>>& inplace_cases() {
+  static const std::map<std::string, std::function<std::string()>> cases = {
+      {"view_of_leaf",
+       [] {
+         leaf64({3}).slice(0, 0, 2).mul_(2);
+         return std::string("no error");
+       }},
+      {"no_grad_view_of_leaf",
+       [] {
+         const Tensor x = leaf64({4});
+         Tensor v;
+         {
+           NoGradGuard no_grad;
+           v = x.slice(0, 0, 2);
+         }
+         v.mul_(2);
+         return std::string("no error");
+       }},
+      {"no_grad_view_of_buffer",
+       [] {
+         const Tensor buf = zeros({2, 3}, kFloat64);
+         Tensor v;
+         {
+           NoGradGuard no_grad;
+           v = buf.select(0, 0);
+         }
+         v.copy_(leaf64({3}));
+         return std::string("no error");
+       }},
+      {"no_grad_view_of_view",
+       [] {
+         const Tensor y = leaf64({2, 3}) * 1;
+         Tensor v;
+         {
+           NoGradGuard no_grad;
+           v = y.select(0, 0);
+         }
+         v.slice(0, 1, std::nullopt).mul_(2);
+         return std::string("no error");
+       }},
+      {"no_grad_write_through_view",
+       [] {
+         const Tensor x = leaf64({4}), y = x * 1;
+         Tensor v = y.slice(0, 0, 2);
+         {
+           NoGradGuard no_grad;
+           v.mul_(2);
+         }
+         const std::string names = node_name(v) + " " + node_name(y) + " " + first_next(v);
+         weighted_sum(v).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"no_grad_write_into_leaf_view",
+       [] {
+         const Tensor x = leaf64({4});
+         Tensor v = x.slice(0, 0, 2);
+         {
+           NoGradGuard no_grad;
+           v.mul_(2);
+         }
+         const std::string names = node_name(v) + " " + first_next(v);
+         weighted_sum(v).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"sibling_view_after_write",
+       [] {
+         const Tensor x = leaf64({2, 3}), y = x * 1, col = y.select(1, 1);
+         y.select(0, 0).mul_(2);
+         const std::string names = node_name(col) + " " + node_name(y);
+         weighted_sum(col).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"expanded_view_after_write",
+       [] {
+         const Tensor x = leaf64({3});
+         Tensor y = x * 1;
+         const Tensor e = y.expand({2, 3});
+         y.mul_(2);
+         const std::string name = node_name(e);
+         weighted_sum(e).backward();
+         return name + " | " + grad_text(x);
+       }},
+      {"view_after_base_write",
+       [] {
+         const Tensor x = leaf64({2, 3});
+         Tensor y = x * 1;
+         const Tensor v = y.select(0, 1);
+         y.mul_(3);
+         const std::string name = node_name(v);
+         weighted_sum(v).backward();
+         return name + " | " + grad_text(x);
+       }},
+      {"saved_view_then_base_written",
+       [] {
+         Tensor y = leaf64({3}) * 1;
+         const Tensor v = y.slice(0, 0, 2), z = v * v;
+         y.add_(1);
+         z.sum().backward();
+         return std::string("no error");
+       }},
+      {"saved_input_then_written",
+       [] {
+         Tensor y = leaf64({3}) * 2;
+         const Tensor z = y * y;
+         y.add_(1);
+         z.sum().backward();
+         return std::string("no error");
+       }},
+      {"saved_output_written_through_detach",
+       [] {
+         const Tensor y = leaf64({3}).exp();
+         Tensor d = y.detach();
+         d.add_(1);
+         y.sum().backward();
+         return std::string("no error");
+       }},
+      {"divided_by_itself",
+       [] {
+         Tensor y = leaf64({3}) * 2;
+         y.div_(y);
+         y.sum().backward();
+         return std::string("no error");
+       }},
+      {"written_after_an_exp_read_it",
+       [] {
+         const Tensor x = leaf64({3});
+         Tensor y = x * 2;
+         const Tensor z = y.exp();
+         y.add_(1);
+         weighted_sum(z).backward();
+         return grad_text(x);
+       }},
+      {"write_through_detach",
+       [] {
+         const Tensor x = leaf64({3}), y = x * 1;
+         Tensor d = y.detach();
+         d.add_(1);
+         const std::string name = node_name(y);
+         weighted_sum(y).backward();
+         return name + " | " + grad_text(x);
+       }},
+      {"view_of_a_view",
+       [] {
+         const Tensor x = leaf64({2, 3}), y = x * 1, v = y.select(0, 0);
+         Tensor vv = v.slice(0, 1, std::nullopt);
+         vv.mul_(3);
+         const std::string names = node_name(vv) + " " + node_name(v) + " " + node_name(y);
+         (weighted_sum(y) + weighted_sum(v) + weighted_sum(vv)).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"three_writes",
+       [] {
+         const Tensor x = leaf64({2, 3}), o = leaf64({3}), w = leaf64({2}), y = x * 1;
+         y.select(0, 0).mul_(2);
+         y.select(0, 1).add_(o);
+         y.select(1, 1).mul_(w);
+         const std::string name = node_name(y);
+         weighted_sum(y).backward();
+         return name + " | " + grad_text(x) + " ; " + grad_text(o) + " ; " + grad_text(w);
+       }},
+      {"assign_number_to_slice",
+       [] {
+         const Tensor x = leaf64({4}), y = x * 1;
+         y.index({Slice{1, 3}}) = 5.0;
+         const std::string name = node_name(y);
+         weighted_sum(y).backward();
+         return name + " | " + grad_text(x);
+       }},
+      {"assign_tensor_to_row",
+       [] {
+         const Tensor x = leaf64({3}), buf = zeros({2, 3}, kFloat64);
+         buf.index({0}) = x;
+         const std::string names = node_name(buf) + " " + (buf.requires_grad() ? "True" : "False") +
+                                   " " + (buf.is_leaf() ? "True" : "False");
+         (buf * buf).sum().backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"add_into_zeros",
+       [] {
+         const Tensor x = leaf64({3});
+         Tensor buf = zeros({3}, kFloat64);
+         buf.add_(x);
+         std::string nexts;
+         for (const Edge& e : buf.grad_fn()->next_functions())
+           nexts += (nexts.empty() ? "" : ",") + (e.fn ? e.fn->name() : std::string("None"));
+         const std::string name = node_name(buf) + " " + nexts;
+         weighted_sum(buf).backward();
+         return name + " | " + grad_text(x);
+       }},
+      {"float32_plus_float64",
+       [] {
+         const Tensor x = tensor({0.5, 1.5, 2.5}).requires_grad_(), d = leaf64({3});
+         Tensor y = x * 1;
+         y.add_(d);
+         const std::string name = node_name(y) + " " + dtype_name(y.dtype());
+         weighted_sum(y).backward();
+         return name + " | " + grad_text(x) + " ; " + grad_text(d);
+       }},
+      {"copy_float32_into_float64",
+       [] {
+         const Tensor x = tensor({0.5, 1.5, 2.5}).requires_grad_(), d = leaf64({3});
+         Tensor y = d * 1;
+         y.copy_(x);
+         const std::string name = node_name(y);
+         weighted_sum(y).backward();
+         return name + " | " + grad_text(x) + " ; " + grad_text(d);
+       }},
+      {"transposed_view_written",
+       [] {
+         const Tensor x = leaf64({2, 3}), y = x * 1;
+         Tensor v = y.t();
+         v.add_(tensor({1.0, 2.0}, kFloat64));
+         const std::string names = node_name(v) + " " + node_name(y);
+         weighted_sum(y).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"flat_view_written",
+       [] {
+         const Tensor x = leaf64({2, 2}), y = x * 1, v = y.view({4});
+         v.slice(0, 1, 3).mul_(3);
+         const std::string names = node_name(v) + " " + node_name(y);
+         weighted_sum(v).backward();
+         return names + " | " + grad_text(x);
+       }},
+      {"relu_in_place_after_matmul",
+       [] {
+         const Tensor x = leaf64({2, 3}), W = leaf64({3, 2});
+         Tensor h = x.matmul(W) - 2.5;
+         h.relu_();
+         const std::string name = node_name(h);
+         weighted_sum(h).backward();
+         return name + " | " + grad_text(x) + " ; " + grad_text(W);
+       }},
+      {"bias_added_in_place",
+       [] {
+         const Tensor x = leaf64({2, 3}), W = leaf64({3, 2}), b = leaf64({2});
+         Tensor h = x.matmul(W);
+         h.add_(b);
+         const std::string name = node_name(h);
+         weighted_sum(h).backward();
+         return name + " | " + grad_text(x) + " ; " + grad_text(W) + " ; " + grad_text(b);
+       }},
+      {"integer_view_written",
+       [] {
+         const Tensor x = arange(6).view({2, 3});
+         x.select(0, 0).add_(1);
+         const Tensor c = x.contiguous();
+         const int64_t* p = c.data<int64_t>();
+         std::string list = "[[";
+         for (int i = 0; i < 6; ++i)
+           list += std::to_string(p[i]) + (i == 2 ? "], [" : i == 5 ? "]]" : ", ");
+         return std::string(x.requires_grad() ? "True " : "False ") + list;
+       }},
+  };
+  return cases;
+}
+
+std::string run_inplace(const std::string& input) {
+  const std::vector<std::string> w = split(input, ' ');
+  if (w[0] == "case") return inplace_cases().at(w[1])();
+  return run_inplace_op(w[0], w[1], w[2]);
+}
+
 // ---- the areas ----------------------------------------------------------------------------------
 
 struct Area {
@@ -856,6 +1235,8 @@ const std::vector<Area>& areas() {
        run_errors},
       {"arithmetic", "arithmetic bit for bit: unary, binary and scalar ops, conversions",
        run_arithmetic},
+      {"inplace", "in-place writes: every in-place op into tensors and views of the graph",
+       run_inplace},
   };
   return list;
 }
@@ -927,14 +1308,6 @@ bool within_one_ulp(double exact, double got, DType d) {
 
 const std::vector<Documented>& documented() {
   static const std::vector<Documented> rules = {
-      {"errors output_saved_then_modified",
-       "PyTorch lets an op write in place into a tensor of the graph and rebases its history (an "
-       "error comes at backward only if a node saved the old value); the library's tape records "
-       "out-of-place ops only, so it refuses the write when it is made, naming the node.",
-       [](const std::string& key, const std::string&, const std::string& got) {
-         return key == "errors output_saved_then_modified" &&
-                got.find("this tape records out-of-place operations only") != std::string::npos;
-       }},
       {"einops, the order of a set",
        "einops prints a set of names in Python's hash order ({'c', 'b'}); the library in a "
        "fixed one. Errors that differ only in that order count here.",
@@ -1069,6 +1442,7 @@ TEST(Parity, NodeNames) { expect_area("nodes"); }
 TEST(Parity, Einops) { expect_area("einops"); }
 TEST(Parity, Errors) { expect_area("errors"); }
 TEST(Parity, Arithmetic) { expect_area("arithmetic"); }
+TEST(Parity, InPlace) { expect_area("inplace"); }
 
 // The README's table is the suite's own count: rebuilt here from the fixtures and the library,
 // and compared with the lines between the README's two markers.

@@ -92,8 +92,9 @@ class AccumulateGrad : public Node {
     if (meta->grad.defined()) {
       meta->grad = add(meta->grad, grad);
     } else {
-      // The engine's handle `g` and `grad` (when it is g) are the only holders allowed.
-      const long holders = grad.storage() == g.storage() ? 2 : 1;
+      // The engine's handle `g` and `grad` (when it is g) are the only holders allowed, and the
+      // handle of the base a view keeps (a transposed product is a view of the product).
+      const long holders = (grad.storage() == g.storage() ? 2 : 1) + (grad.is_view() ? 1 : 0);
       const bool alone = grad.storage().use_count() <= holders && !grad.storage()->external() &&
                          grad.is_contiguous() && grad.storage_offset() == 0 &&
                          static_cast<size_t>(grad.nbytes()) == grad.storage()->nbytes();
@@ -112,6 +113,127 @@ class AccumulateGrad : public Node {
   DType dtype_;
 };
 
+// ---- views written in place ------------------------------------------------------------------
+//
+// A view and its base share memory, so a write through the view changes the base too, and
+// autograd must see it in both. PyTorch's answer, followed here: the base's history gets a
+// CopySlices node (the gradient of the base, with the in-place op's backward applied to the
+// region the view covers), and the view's grad_fn becomes an AsStridedBackward0 that takes its
+// gradient to that region of the base. Other views of the same base notice the write by the
+// storage's version and get a new grad_fn the same way (Tensor::grad_fn).
+
+// Where a view's elements lie inside a gradient laid out as its base: the base's sizes and
+// strides, and the view's sizes, strides and offset counted from the base's first element.
+struct ViewGeometry {
+  Shape base_shape;
+  Strides base_strides;
+  Shape shape;
+  Strides strides;
+  int64_t offset;
+};
+
+ViewGeometry geometry_of(const Tensor& view, const Tensor& base) {
+  return {base.shape(), base.strides(), view.shape(), view.strides(),
+          view.storage_offset() - base.storage_offset()};
+}
+
+// A tensor with the base's sizes and strides in memory of its own (zeros): what the gradient of
+// the base is built in, so that the view's strides find its region.
+Tensor base_like(const ViewGeometry& v, DType dtype, Device device) {
+  int64_t extent = 1;  // elements the base's layout reaches, as check_layout counts them
+  for (size_t d = 0; d < v.base_shape.size(); ++d) {
+    if (v.base_shape[d] == 0) extent = 0;
+    if (extent > 0) extent += (v.base_shape[d] - 1) * v.base_strides[d];
+  }
+  const Tensor memory = zeros({extent}, dtype, device);
+  return Tensor(memory.storage(), dtype, v.base_shape, v.base_strides, 0);
+}
+
+// The view's region of a tensor made by base_like.
+Tensor region_of(const Tensor& like_base, const ViewGeometry& v) {
+  return Tensor(like_base.storage(), like_base.dtype(), v.shape, v.strides, v.offset);
+}
+
+// The gradient of a view, taken to its base: zeros, with `g` in the view's region. Where the view
+// reads one element several times (an expanded dimension), the gradients of those reads add up.
+Tensor view_grad_to_base(const Tensor& g, const ViewGeometry& v) {
+  Tensor sum = g;
+  ViewGeometry once = v;
+  for (size_t d = 0; d < v.shape.size(); ++d)
+    if (v.strides[d] == 0 && v.shape[d] > 1) {
+      sum = tiny::sum(sum, {static_cast<int64_t>(d)}, /*keepdim=*/true);
+      once.shape[d] = 1;
+    }
+  Tensor out = base_like(v, g.dtype(), g.device());
+  region_of(out, once).copy_(sum);
+  return out;
+}
+
+// The grad_fn of a view whose memory was written in place: its gradient goes to the region of
+// the base it covers, and from there along the base's history as it is now.
+class AsStridedBackward : public Node {
+ public:
+  AsStridedBackward(ViewGeometry v, Edge base)
+      : Node("AsStridedBackward0", {std::move(base)}, 0, 0), v_(std::move(v)) {}
+  std::vector<Tensor> apply(const Tensor& g) override { return {view_grad_to_base(g, v_)}; }
+
+ private:
+  ViewGeometry v_;
+};
+
+// The base's grad_fn after an in-place op `fn` wrote through one of its views: the gradient of
+// the base passes unchanged outside the view's region, and through fn's backward inside it.
+// Its edges: the base's history before the write, then fn's other inputs.
+class CopySlices : public Node {
+ public:
+  CopySlices(ViewGeometry v, std::shared_ptr<Node> fn, Edge base)
+      : Node("CopySlices", edges(std::move(base), *fn), fn->forward_flops(), fn->backward_flops()),
+        v_(std::move(v)),
+        fn_(std::move(fn)) {}
+
+  std::vector<Tensor> apply(const Tensor& g) override {
+    Tensor result = base_like(v_, g.dtype(), g.device());
+    result.copy_(g);
+    Tensor slice = region_of(result, v_);
+    std::vector<Tensor> grads = fn_->apply(slice.clone());
+    if (!grads.empty() && grads[0].defined()) slice.copy_(grads[0]);
+    else slice.zero_();  // the old values of the region were overwritten: no gradient reaches them
+    grads.resize(std::max<size_t>(grads.size(), 1));
+    grads[0] = result;
+    return grads;
+  }
+  void release_saved() override { fn_->release_saved(); }
+
+ private:
+  static std::vector<Edge> edges(Edge base, const Node& fn) {
+    std::vector<Edge> next = {std::move(base)};
+    for (size_t i = 1; i < fn.next_functions().size(); ++i) next.push_back(fn.next_functions()[i]);
+    return next;
+  }
+  ViewGeometry v_;
+  std::shared_ptr<Node> fn_;
+};
+
+// The name of the node a saved tensor's producer has now (what PyTorch's error names for an
+// input that was written in place after being saved): its grad_fn, or the AsStridedBackward0 a
+// view written since gets.
+std::string current_node_name(const AutogradMeta& meta, uint64_t version) {
+  if (meta.view_base.defined() && version != meta.view_version && meta.view_base.requires_grad())
+    return "AsStridedBackward0";
+  return meta.grad_fn ? meta.grad_fn->name() : "";
+}
+
+}  // namespace
+
+namespace detail {
+
+std::string op_name(std::string node) {
+  const size_t at = node.rfind("Backward");
+  if (at != std::string::npos && node.find_first_not_of("0123456789", at + 8) == std::string::npos)
+    node.resize(at);
+  return node;
+}
+
 // The node that receives a gradient for `t`: its grad_fn, or (for a leaf that requires a
 // gradient) its AccumulateGrad, created once and shared by every use of the leaf.
 Edge edge_for(const Tensor& t) {
@@ -126,7 +248,9 @@ Edge edge_for(const Tensor& t) {
   return {acc};
 }
 
-}  // namespace
+}  // namespace detail
+
+using detail::edge_for;
 
 // ---- Node ---------------------------------------------------------------------------------------
 
@@ -178,7 +302,14 @@ AutogradMeta& Tensor::ensure_autograd_meta() const {
   return *autograd_;
 }
 
-bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+bool Tensor::requires_grad() const {
+  if (!autograd_) return false;
+  // A view requires grad when its base does, even one made with grad mode off.
+  return autograd_->requires_grad ||
+         (autograd_->view_base.defined() && autograd_->view_base.requires_grad());
+}
+
+bool Tensor::is_view() const { return autograd_ && autograd_->view_base.defined(); }
 
 Tensor& Tensor::requires_grad_(bool flag) {
   if (!is_leaf())
@@ -216,7 +347,20 @@ void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&
   ensure_autograd_meta().post_accumulate_grad_hooks.push_back(std::move(hook));
 }
 
-std::shared_ptr<Node> Tensor::grad_fn() const { return autograd_ ? autograd_->grad_fn : nullptr; }
+std::shared_ptr<Node> Tensor::grad_fn() const {
+  if (!autograd_) return nullptr;
+  AutogradMeta& meta = *autograd_;
+  // A view whose memory was written since its node was set (through itself, its base or another
+  // view): the old node would take its gradient to the base's history before the write, so it
+  // gets a new one, to the base as it is now.
+  if (meta.view_base.defined() && storage_ && storage_->version() != meta.view_version) {
+    meta.view_version = storage_->version();
+    if (meta.view_base.requires_grad())
+      meta.grad_fn = std::make_shared<AsStridedBackward>(geometry_of(*this, meta.view_base),
+                                                         edge_for(meta.view_base));
+  }
+  return meta.grad_fn;
+}
 
 void Tensor::backward() const { tiny::backward(*this); }
 
@@ -250,7 +394,12 @@ struct SavedTensor::Kept {
   Shape shape;
   DType dtype = kFloat32;
   Device device = Device::cpu();
-  std::string producer;  // the op that computed the tensor ("" for a leaf or a plain tensor)
+  // The op that computed the tensor ("" for a leaf or a plain tensor), for the error if it was
+  // modified: an output's producer is the op that saved it; an input's is looked up in its
+  // autograd record (`source`) when the error is raised, since an in-place op may have
+  // replaced it since.
+  std::string producer;
+  std::weak_ptr<AutogradMeta> source;
 
   // The graph keeps `packed` for backward: its storage counts as an activation while it does.
   void mark() const {
@@ -263,7 +412,7 @@ struct SavedTensor::Kept {
 
 const char* saving_op() { return t_saving_op; }
 
-SavedTensor::SavedTensor(const Tensor& t, const char* op) {
+SavedTensor::SavedTensor(const Tensor& t, const char* op, bool is_output) {
   if (!t.defined()) return;
   ++t_saves_pending;
   auto kept = std::make_shared<Kept>();
@@ -272,14 +421,11 @@ SavedTensor::SavedTensor(const Tensor& t, const char* op) {
   kept->shape = t.shape();
   kept->dtype = t.dtype();
   kept->device = t.device();
-  if (t.grad_fn()) {
-    // PyTorch 2.x names the op, the node's name without its "Backward<N>" (1.13: the node).
-    std::string name = t.grad_fn()->name();
-    const size_t at = name.rfind("Backward");
-    if (at != std::string::npos &&
-        name.find_first_not_of("0123456789", at + 8) == std::string::npos)
-      name.resize(at);
-    kept->producer = name;
+  if (is_output) {
+    kept->producer = detail::op_name(op);
+  } else {
+    if (t.grad_fn()) kept->producer = detail::op_name(t.grad_fn()->name());
+    kept->source = t.autograd_meta();
   }
   Tensor detached = t.detach();
   if (t_hooks.empty()) {
@@ -304,7 +450,10 @@ SavedTensor::SavedTensor(const Tensor& t, const char* op) {
 Tensor SavedTensor::unpack() const {
   if (!kept_) return Tensor();
   const Kept& k = *kept_;
-  if (auto storage = k.storage.lock(); storage && storage->version() != k.version)
+  if (auto storage = k.storage.lock(); storage && storage->version() != k.version) {
+    std::string producer = k.producer;
+    if (auto meta = k.source.lock())
+      producer = op_name(current_node_name(*meta, storage->version()));
     // PyTorch names the tensor by its legacy type (torch.FloatTensor, torch.cuda.HalfTensor) and
     // the op that made it, if any.
     throw RuntimeError(
@@ -312,11 +461,12 @@ Tensor SavedTensor::unpack() const {
         "by an inplace operation: [torch." +
         std::string(k.device.is_cpu() ? "" : "cuda.") + dtype_legacy_name(k.dtype) + "Tensor " +
         shape_str(k.shape) + "]" +
-        (k.producer.empty() ? "" : ", which is output 0 of " + k.producer + ",") +
+        (producer.empty() ? "" : ", which is output 0 of " + producer + ",") +
         " is at version " + std::to_string(storage->version()) + "; expected version " +
         std::to_string(k.version) +
         " instead. Hint: enable anomaly detection to find the operation that failed to compute "
         "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).");
+  }
   if (k.frame) return k.frame->unpack(k.index);
   return k.unpack_hook ? k.unpack_hook(k.packed) : k.packed;
 }
@@ -329,27 +479,81 @@ CheckpointHooks::~CheckpointHooks() { t_hooks.pop_back(); }
 GradModeGuard::GradModeGuard(bool enabled) : previous_(t_grad_mode) { t_grad_mode = enabled; }
 GradModeGuard::~GradModeGuard() { t_grad_mode = previous_; }
 
-void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
-            double forward_flops, double backward_flops) {
-  std::vector<Edge> next;
+std::shared_ptr<Node> make_node(const char* name, std::vector<Edge> edges,
+                                const std::vector<Tensor>& inputs, BackwardFn backward,
+                                double forward_flops, double backward_flops) {
   std::vector<Shape> shapes;
   std::vector<DType> dtypes;
   for (const Tensor& t : inputs) {
-    next.push_back(edge_for(t));
     shapes.push_back(t.shape());
     dtypes.push_back(t.dtype());
   }
-  AutogradMeta& meta = out.ensure_autograd_meta();
-  meta.requires_grad = true;
-  meta.grad_fn =
-      std::make_shared<FunctionNode>(name, std::move(next), forward_flops, backward_flops,
-                                     std::move(backward), std::move(shapes), std::move(dtypes),
-                                     t_saves_pending > 0);
+  auto node = std::make_shared<FunctionNode>(name, std::move(edges), forward_flops, backward_flops,
+                                             std::move(backward), std::move(shapes),
+                                             std::move(dtypes), t_saves_pending > 0);
   t_saves_pending = 0;
   timeline_sample(name);
+  return node;
+}
+
+std::shared_ptr<Node> make_node(const char* name, const std::vector<Tensor>& inputs,
+                                BackwardFn backward, double forward_flops, double backward_flops) {
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(edge_for(t));
+  return make_node(name, std::move(edges), inputs, std::move(backward), forward_flops,
+                   backward_flops);
+}
+
+void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
+            double forward_flops, double backward_flops) {
+  AutogradMeta& meta = out.ensure_autograd_meta();
+  meta.requires_grad = true;
+  meta.grad_fn = make_node(name, inputs, std::move(backward), forward_flops, backward_flops);
+}
+
+void rebase_history(const Tensor& self, std::shared_ptr<Node> fn) {
+  AutogradMeta& meta = self.ensure_autograd_meta();
+  meta.requires_grad = true;
+  if (!meta.view_base.defined()) {
+    meta.grad_fn = std::move(fn);
+    return;
+  }
+  const Tensor base = meta.view_base;
+  const ViewGeometry v = geometry_of(self, base);
+  auto copy_slices = std::make_shared<CopySlices>(v, std::move(fn), edge_for(base));
+  AutogradMeta& base_meta = base.ensure_autograd_meta();
+  base_meta.requires_grad = true;
+  base_meta.grad_fn = copy_slices;
+  meta.grad_fn = std::make_shared<AsStridedBackward>(v, Edge{copy_slices});
+  meta.view_version = self.storage()->version();
+}
+
+void record_overwrite(const Tensor& self, Edge old, const char* name) {
+  rebase_history(self, make_node(
+                           name, {std::move(old)}, {self},
+                           [](const Tensor& g) {
+                             return std::vector<Tensor>{zeros(g.shape(), g.dtype(), g.device())};
+                           },
+                           0, 0));
 }
 
 Tensor record_view(Tensor out, const Tensor& in, const char* name,
+                   std::function<Tensor(const Tensor&)> back) {
+  // Integer and bool views carry no gradient, and PyTorch does not track them as views.
+  if (!is_floating(out.dtype())) return out;
+  const Tensor& base = in.is_view() ? in.autograd_meta()->view_base : in;
+  base.ensure_autograd_meta();  // one record, shared by the base's handle and the view's
+  AutogradMeta& meta = out.ensure_autograd_meta();
+  meta.view_base = base;
+  meta.view_version = out.storage()->version();
+  // A view of a view made with grad mode off is refused writes as its source is.
+  meta.view_made_without_grad =
+      !t_grad_mode || (in.is_view() && in.autograd_meta()->view_made_without_grad);
+  return record_copy(std::move(out), in, name, std::move(back));
+}
+
+Tensor record_copy(Tensor out, const Tensor& in, const char* name,
                    std::function<Tensor(const Tensor&)> back) {
   if (should_record({&in}))
     record(

@@ -26,8 +26,10 @@ class SavedTensor {
  public:
   SavedTensor() = default;
   /// Saves `t` for the node `op` (PyTorch's node name, e.g. "MmBackward0"); an undefined `t`
-  /// saves nothing.
-  SavedTensor(const Tensor& t, const char* op);
+  /// saves nothing. `is_output` marks the op's own result: if it is later written in place,
+  /// the error names `op` as its producer, where for an input it names the node that produced
+  /// the input when the error is raised (PyTorch's two cases).
+  SavedTensor(const Tensor& t, const char* op, bool is_output = false);
   /// The saved tensor, through the unpack hook; RuntimeError if it was modified in place.
   Tensor unpack() const;
 
@@ -75,13 +77,45 @@ class GradModeGuard {
 /// A backward rule: gradient of the output -> gradient of each input.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
+/// The op a node is for, as PyTorch 2.x's messages name it: the node's name without its
+/// "Backward<N>" ("ExpBackward0" -> "Exp"; "CopySlices" stays).
+std::string op_name(std::string node);
+
+/// The edge a gradient for `t` takes: its grad_fn, the AccumulateGrad of a leaf that requires
+/// grad, or none.
+Edge edge_for(const Tensor& t);
+
+/// A new node called `name` whose inputs were `inputs` (their edges taken now), not yet attached
+/// to any tensor.
+std::shared_ptr<Node> make_node(const char* name, const std::vector<Tensor>& inputs,
+                                BackwardFn backward, double forward_flops, double backward_flops);
+/// The same with the inputs' edges taken earlier: an in-place op takes them before it writes.
+std::shared_ptr<Node> make_node(const char* name, std::vector<Edge> edges,
+                                const std::vector<Tensor>& inputs, BackwardFn backward,
+                                double forward_flops, double backward_flops);
+
 /// Makes `out` the output of a new node called `name` with `inputs` as its inputs.
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
             double forward_flops, double backward_flops);
 
-/// Makes `out` (a view or copy of `in`) part of the graph when `in` is: `back` maps the gradient
-/// of `out` to the gradient of `in`. Returns `out`.
+/// Makes `fn`, the node of an in-place op that wrote into `self`, the newest step of self's
+/// history. For a tensor that is not a view, fn becomes its grad_fn. For a view, fn becomes part
+/// of its base's history instead: the base's grad_fn becomes a CopySlices node (the gradient of
+/// the base, with fn applied to the viewed region), and the view's an AsStridedBackward0 of it.
+void rebase_history(const Tensor& self, std::shared_ptr<Node> fn);
+
+/// Records an in-place op that replaced every element of `self` by values that do not depend on
+/// the old ones (fill_, zero_, the random fills), as node `name`: the old values get a zero
+/// gradient. `old` is self's edge, taken before the write.
+void record_overwrite(const Tensor& self, Edge old, const char* name);
+
+/// Makes `out`, a view of `in` (the same memory), part of the graph when `in` is: `back` maps
+/// the gradient of `out` to the gradient of `in`. Also records that `out` views `in`'s base, so
+/// that writes through it reach the base's history. Returns `out`.
 Tensor record_view(Tensor out, const Tensor& in, const char* name,
+                   std::function<Tensor(const Tensor&)> back);
+/// The same for `out` computed from `in` into memory of its own (clone, a conversion).
+Tensor record_copy(Tensor out, const Tensor& in, const char* name,
                    std::function<Tensor(const Tensor&)> back);
 
 /// Sums `g` down to `shape` (the inverse of broadcasting `shape` up to g's shape).

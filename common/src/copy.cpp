@@ -19,7 +19,7 @@ Tensor Tensor::clone() const {
   detail::op_device("clone", {this});
   Tensor out = empty(shape_, dtype_, device());
   detail::backend(device()).copy(out, *this);
-  return detail::record_view(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
+  return detail::record_copy(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
 namespace {
@@ -43,7 +43,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   if (!defined() || !src.defined()) throw RuntimeError("copy_(): got an undefined tensor");
   const Tensor* sources[] = {&src};
-  detail::check_inplace_autograd("copy_", *this, sources, 1);
+  const bool record = detail::check_inplace_autograd(*this, sources, 1);
   detail::check_no_internal_overlap(*this);
   // The source broadcasts to this tensor's shape, with PyTorch's two messages: sizes that do not
   // broadcast, and a broadcast that would need a bigger destination.
@@ -51,36 +51,66 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
     throw RuntimeError("output with shape " + detail::shape_str(shape_) +
                        " doesn't match the broadcast shape " +
                        detail::shape_str(broadcast_shapes(shape_, src.shape())));
+  // The tape's edges are taken before the write: after it, a view's own node is out of date.
+  std::vector<Edge> edges;
+  if (record) edges = {detail::edge_for(*this), detail::edge_for(src)};
   storage_->bump_version();
   Tensor source = src.detach().expand(shape_);
   // A copy between devices moves bytes over the bus; a 0-dim CPU source into a GPU tensor is a
   // number, which the fill kernel takes by value.
   if (!(device() == src.device()) && !(src.dim() == 0 && src.device().is_cpu())) {
     copy_across_devices(*this, source, non_blocking);
-    return *this;
+  } else {
+    // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not
+    // yet read; copy it aside first so the result is what a reader expects.
+    if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0) source = source.clone();
+    detail::backend(device()).copy(*this, source);
   }
-  // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not yet
-  // read; copy it aside first so the result is what a reader expects.
-  if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0) source = source.clone();
-  detail::backend(device()).copy(*this, source);
+  // The old values get no gradient; the source gets the gradient, on its own device (the tape
+  // sums it down to the source's shape and casts it to its dtype).
+  if (record)
+    detail::rebase_history(
+        *this, detail::make_node(
+                   "CopyBackwards", std::move(edges), {*this, src},
+                   [from = src.device()](const Tensor& g) {
+                     return std::vector<Tensor>{zeros(g.shape(), g.dtype(), g.device()),
+                                                g.to(from)};
+                   },
+                   0, 0));
   return *this;
 }
 
-Tensor& Tensor::fill_(Scalar value) {
-  detail::op_device("fill_", {this});
-  const Tensor number = scalar_tensor(value, dtype_);  // a 0-dim CPU tensor: a number to any device
-  // An expanded view (stride 0) reads some elements many times. PyTorch fills it all the same
-  // (every write is the same value), where copy_ refuses it; so fill each element it reads once,
-  // through the view with those dimensions cut to size 1. (With autograd involved, copy_ decides.)
-  Shape once = shape_;
-  for (size_t d = 0; d < once.size(); ++d)
-    if (strides_[d] == 0) once[d] = std::min<int64_t>(once[d], 1);
-  if (once != shape_ && !requires_grad()) {
-    Tensor(storage_, dtype_, once, strides_, offset_).copy_(number);
-    return *this;
+namespace {
+
+// fill_ and zero_: every element becomes `value`; the tape records node `name` (PyTorch's
+// FillBackward2 or ZeroBackward0), through which the old values get no gradient.
+Tensor& fill_recorded(Tensor& t, Scalar value, const char* name) {
+  detail::op_device("fill_", {&t});
+  const bool record = detail::check_inplace_autograd(t, nullptr, 0);
+  const Edge old = record ? detail::edge_for(t) : Edge{};
+  const Tensor number = scalar_tensor(value, t.dtype());  // a 0-dim CPU tensor: a number to any device
+  {
+    NoGradGuard plain;  // the write is recorded below, as this op
+    // An expanded view (stride 0) reads some elements many times. PyTorch fills it all the same
+    // (every write is the same value), where copy_ refuses it; so fill each element it reads
+    // once, through the view with those dimensions cut to size 1. (With autograd involved,
+    // copy_ decides.)
+    Shape once = t.shape();
+    for (size_t d = 0; d < once.size(); ++d)
+      if (t.strides()[d] == 0) once[d] = std::min<int64_t>(once[d], 1);
+    if (once != t.shape() && !t.requires_grad())
+      Tensor(t.storage(), t.dtype(), once, t.strides(), t.storage_offset()).copy_(number);
+    else
+      t.copy_(number);
   }
-  return copy_(number);
+  if (record) detail::record_overwrite(t, old, name);
+  return t;
 }
+
+}  // namespace
+
+Tensor& Tensor::fill_(Scalar value) { return fill_recorded(*this, value, "FillBackward2"); }
+Tensor& Tensor::zero_() { return fill_recorded(*this, 0, "ZeroBackward0"); }
 
 Tensor& Tensor::operator=(Scalar value) && { return fill_(value); }
 Tensor& Tensor::operator=(const Tensor& src) && { return copy_(src); }
@@ -92,7 +122,7 @@ Tensor Tensor::to(DType dtype) const {
   detail::backend(device()).copy(out, *this);
   if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_cast(*this, out);  // compile()
   if (!is_floating(dtype)) return out;  // integers and bools carry no gradient
-  return detail::record_view(out, *this, "ToCopyBackward0",
+  return detail::record_copy(out, *this, "ToCopyBackward0",
                              [](const Tensor& g) { return g; });  // the tape casts back
 }
 
@@ -104,7 +134,7 @@ Tensor Tensor::to(Device device, bool non_blocking) const {
     out.copy_(*this, non_blocking);
   }
   const Device from = this->device();
-  return detail::record_view(out, *this, "ToCopyBackward0",
+  return detail::record_copy(out, *this, "ToCopyBackward0",
                              [from](const Tensor& g) { return g.to(from); });
 }
 

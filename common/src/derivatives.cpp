@@ -45,11 +45,16 @@ Grads div_backward(const BackwardArgs& a) {
           a.needs[1] ? neg(div(mul(a.grad, a.input[0]), mul(y, y))) : Tensor()};
 }
 
-// d(x^e)/dx = e x^(e-1); d(x^e)/de = x^e ln x.
+// d(x^e)/dx = e x^(e-1); d(x^e)/de = x^e ln x, taken as 0 where x = 0 and e >= 0 (its limit;
+// the product would be 0 * -inf), as PyTorch does.
 Grads pow_backward(const BackwardArgs& a) {
   const Tensor &x = a.input[0], &e = a.input[1];
-  return {a.needs[0] ? mul(a.grad, mul(e, pow(x, sub(e, number(1, e))))) : Tensor(),
-          a.needs[1] ? mul(a.grad, mul(a.result, log(x))) : Tensor()};
+  Tensor de;
+  if (a.needs[1]) {
+    const Tensor limit = mul(eq(x, number(0, x)), ge(e, number(0, e)));
+    de = mul(a.grad, where(limit, number(0, a.result), mul(a.result, log(x))));
+  }
+  return {a.needs[0] ? mul(a.grad, mul(e, pow(x, sub(e, number(1, e))))) : Tensor(), de};
 }
 
 // A fixed exponent e (scalars.a): e x^(e-1).
@@ -159,20 +164,21 @@ Grads square_backward(const BackwardArgs& a) {  // 2 x
   return {mul(a.grad, mul(a.input[0], number(2, a.input[0])))};
 }
 
-// clamp passes the gradient where the input was inside the bounds (bounds included; a missing
-// bound is an infinite one).
+// clamp passes the gradient where the input was strictly inside the bounds: PyTorch 2.x gives 0
+// at a bound itself, where the derivative is undefined (checked against 2.15, in place and not);
+// a missing bound is an infinite one.
 Grads clamp_backward(const BackwardArgs& a) {
   const Tensor& x = a.input[0];
-  const Tensor inside = mul(ge(x, number(a.scalars.a, x)), le(x, number(a.scalars.b, x)));
+  const Tensor inside = mul(gt(x, number(a.scalars.a, x)), lt(x, number(a.scalars.b, x)));
   return {where(inside, a.grad, number(0, a.grad))};
 }
 Grads clamp_min_backward(const BackwardArgs& a) {
   const Tensor& x = a.input[0];
-  return {where(ge(x, number(a.scalars.a, x)), a.grad, number(0, a.grad))};
+  return {where(gt(x, number(a.scalars.a, x)), a.grad, number(0, a.grad))};
 }
 Grads clamp_max_backward(const BackwardArgs& a) {
   const Tensor& x = a.input[0];
-  return {where(le(x, number(a.scalars.b, x)), a.grad, number(0, a.grad))};
+  return {where(lt(x, number(a.scalars.b, x)), a.grad, number(0, a.grad))};
 }
 
 constexpr uint8_t kIf0 = kIfInput0NeedsGrad, kIf1 = kIfInput1NeedsGrad, kIf2 = kIfInput2NeedsGrad;

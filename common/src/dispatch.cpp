@@ -182,31 +182,57 @@ void apply_autocast(AutocastPolicy policy, Device device, std::array<Tensor, 3>&
   }
 }
 
-// Records the node of an op whose inputs need gradients, from its row in the derivatives table.
-void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Tensor*, 3>& in,
-                       int n, const ops::Scalars& scalars) {
-  const Derivative& d = *op.derivative;
+// What the node of an op needs from its inputs, taken from its row in the derivatives table:
+// their edges, and the tensors its formula keeps. An in-place op takes them before it writes,
+// since it overwrites its first input; if the formula needs that input's old value, it keeps a
+// copy of it (PyTorch's original_self).
+struct NodeInputs {
+  std::vector<Edge> edges;
+  std::vector<Tensor> inputs;  // for their shapes and dtypes
+  std::array<SavedTensor, 3> saved;
   std::array<bool, 3> needs{};
+};
+
+NodeInputs take_node_inputs(const OpEntry& op, const std::array<const Tensor*, 3>& in, int n,
+                            bool inplace) {
+  const Derivative& d = *op.derivative;
+  NodeInputs r;
   uint8_t mask = 0;
   for (int k = 0; k < n; ++k) {
-    needs[k] = in[k]->requires_grad();
-    mask |= static_cast<uint8_t>(needs[k]) << k;
+    r.needs[k] = in[k]->requires_grad();
+    mask |= static_cast<uint8_t>(r.needs[k]) << k;
   }
   auto kept = [mask](uint8_t keep) { return (keep & kAlways) || (keep & mask); };
-  std::array<SavedTensor, 3> saved;
   for (int k = 0; k < n; ++k)
-    if (kept(d.keep[k])) saved[k] = SavedTensor(*in[k], op.info.node);
-  SavedTensor saved_result(kept(d.keep_result) ? out : Tensor(), op.info.node);
+    if (kept(d.keep[k]))
+      r.saved[k] = SavedTensor(inplace && k == 0 ? in[0]->detach().clone() : *in[k], op.info.node);
+  r.edges.reserve(n);
+  r.inputs.reserve(n);
+  for (int k = 0; k < n; ++k) {
+    r.edges.push_back(edge_for(*in[k]));
+    r.inputs.push_back(*in[k]);
+  }
+  return r;
+}
+
+// Records the node of an op whose inputs need gradients, from its row in the derivatives table:
+// a new grad_fn for `out`, or, for an in-place op, the newest step of the history of the tensor
+// it wrote.
+void record_from_table(const Tensor& out, const OpEntry& op, NodeInputs r,
+                       const ops::Scalars& scalars, bool inplace) {
+  const Derivative& d = *op.derivative;
+  uint8_t mask = 0;
+  for (size_t k = 0; k < r.inputs.size(); ++k) mask |= static_cast<uint8_t>(r.needs[k]) << k;
+  const bool keep_result = (d.keep_result & kAlways) || (d.keep_result & mask);
+  SavedTensor saved_result(keep_result ? out : Tensor(), op.info.node, /*is_output=*/true);
   const double numel = static_cast<double>(out.numel());
+  const int n = static_cast<int>(r.inputs.size());
   double backward_flops = 0;
-  for (int k = 0; k < n; ++k) backward_flops += needs[k] ? d.flops[k] * numel : 0;
-  std::vector<Tensor> inputs;
-  inputs.reserve(n);
-  for (int k = 0; k < n; ++k) inputs.push_back(*in[k]);
-  record(
-      out, op.info.node, inputs,
-      [saved = std::move(saved), saved_result = std::move(saved_result), scalars, needs, n,
-       formula = d.formula](const Tensor& g) {
+  for (int k = 0; k < n; ++k) backward_flops += r.needs[k] ? d.flops[k] * numel : 0;
+  std::shared_ptr<Node> node = make_node(
+      op.info.node, std::move(r.edges), r.inputs,
+      [saved = std::move(r.saved), saved_result = std::move(saved_result), scalars,
+       needs = r.needs, n, formula = d.formula](const Tensor& g) {
         BackwardArgs args{g,
                           {saved[0].unpack(), saved[1].unpack(), saved[2].unpack()},
                           saved_result.unpack(),
@@ -216,6 +242,13 @@ void record_from_table(Tensor& out, const OpEntry& op, const std::array<const Te
         return std::vector<Tensor>(grads.begin(), grads.begin() + n);
       },
       op.info.flops * numel, backward_flops);
+  if (inplace) {
+    rebase_history(out, std::move(node));
+  } else {
+    AutogradMeta& meta = out.ensure_autograd_meta();
+    meta.requires_grad = true;
+    meta.grad_fn = std::move(node);
+  }
 }
 
 }  // namespace
@@ -239,26 +272,34 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources,
-                            int n) {
-  if (!grad_mode_enabled()) return;
+bool check_inplace_autograd(const Tensor& self, const Tensor* const* sources, int n) {
+  if (!grad_mode_enabled()) return false;
+  bool requires_grad = self.requires_grad();
+  for (int k = 0; k < n; ++k) requires_grad |= sources[k]->requires_grad();
+  if (!requires_grad) return false;
+  // PyTorch's checks, in its order: a view made with grad mode off, a view of a leaf that
+  // requires grad, and the leaf itself (an optimizer's update runs with grad mode off instead).
+  if (self.is_view()) {
+    const AutogradMeta& view = *self.autograd_meta();
+    // PyTorch names a view recorded in grad mode (of a view made with it off) by its node.
+    if (view.view_made_without_grad)
+      throw RuntimeError(
+          (view.grad_fn ? "Output 0 of " + op_name(view.grad_fn->name()) +
+                              " is a view of a view which was created in"
+                        : std::string("A view was created in")) +
+          " no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+          "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+          "moving both the view and the inplace either both inside the no_grad block (if you "
+          "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+          "tracked).");
+    if (self.requires_grad() && view.view_base.is_leaf())
+      throw RuntimeError(
+          "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  }
   if (self.requires_grad() && self.is_leaf())
     throw RuntimeError(
         "a leaf Variable that requires grad is being used in an in-place operation.");
-  // The tape records out-of-place ops only: a write into a tensor it tracks (or of a tracked
-  // tensor into an untracked one) would silently lose gradients, so it is refused.
-  if (self.requires_grad())
-    throw RuntimeError(
-        std::string(op) +
-        "(): in-place operation on a tensor that is part of the autograd graph (grad_fn=" +
-        self.grad_fn()->name() +
-        "): this tape records out-of-place operations only; compute the result out of place");
-  for (int k = 0; k < n; ++k)
-    if (sources[k]->requires_grad())
-      throw RuntimeError(
-          std::string(op) +
-          "(): in-place write of a tensor that requires grad into one that does not: "
-          "the gradient would be lost; use the result out of place, or detach() the input");
+  return true;
 }
 
 void check_no_internal_overlap(const Tensor& self) {
@@ -338,6 +379,7 @@ Tensor run(const Call& c) {
   const Shape& shape = *shape_of_result;
   Tensor fresh;  // the result, when it needs memory of its own
   const Tensor* dst = &fresh;
+  std::optional<NodeInputs> inplace_node;  // an in-place write the tape must follow
   if (c.out) {
     const Tensor& o = *c.out;
     // A 0-dim CPU destination is not a number: it must be where the op runs.
@@ -357,8 +399,11 @@ Tensor run(const Call& c) {
       throw RuntimeError(std::string("result type ") + dtype_legacy_name(result) +
                          " can't be cast to the desired output type " +
                          dtype_legacy_name(o.dtype()));
+    bool record_inplace = false;
     if (c.inplace) {
-      check_inplace_autograd(name, o, in.data() + 1, n - 1);
+      record_inplace = check_inplace_autograd(o, in.data() + 1, n - 1);
+      if (record_inplace && !op.derivative)
+        throw RuntimeError(std::string("the derivative for '") + name + "' is not implemented.");
     } else if (grad_mode_enabled()) {
       bool any = o.requires_grad();
       for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
@@ -368,6 +413,7 @@ Tensor run(const Call& c) {
                            "differentiation, but one of the arguments requires grad.");
     }
     check_no_internal_overlap(o);
+    if (record_inplace) inplace_node = take_node_inputs(op, in, n, /*inplace=*/true);
     o.storage()->bump_version();
     if (o.dtype() == result) dst = &o;
     else fresh = empty(shape, result, device);
@@ -400,13 +446,13 @@ Tensor run(const Call& c) {
   // compile() (chapter 09) listens here while it traces a function.
   if (fusion::Tracer* tracer = fusion::Tracer::active())
     tracer->on_op(c, in, compute, c.out ? *c.out : fresh);
+  // 7. The autograd node: for an in-place op, the newest step of the written tensor's history.
+  if (inplace_node) record_from_table(*c.out, op, std::move(*inplace_node), c.scalars, true);
   if (c.out) return c.inplace ? Tensor() : *c.out;
-
-  // 7. The autograd node.
   if (op.derivative && grad_mode_enabled()) {
     bool any = false;
     for (int k = 0; k < n; ++k) any |= in[k]->requires_grad();
-    if (any) record_from_table(fresh, op, in, n, c.scalars);
+    if (any) record_from_table(fresh, op, take_node_inputs(op, in, n, false), c.scalars, false);
   }
   return fresh;
 }

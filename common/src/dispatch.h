@@ -82,10 +82,11 @@ DType result_type(std::initializer_list<const Tensor*> tensors,
 /// or out= op (PyTorch's canCast: no float into an integer, nothing but bool into bool).
 bool can_cast(DType from, DType to);
 
-/// Refuses an in-place write into `self`, of values computed from the `n` tensors `sources`,
-/// that the tape cannot follow (PyTorch's message for a leaf).
-void check_inplace_autograd(const char* op, const Tensor& self, const Tensor* const* sources,
-                            int n);
+/// PyTorch's rules for an in-place write into `self` of values computed from the `n` tensors
+/// `sources`: RuntimeError, with PyTorch's text, for a leaf that requires grad, a view of one, or
+/// a view made with grad mode off. Returns true when the tape must record the write (grad mode
+/// on, and `self` or a source requires grad); the op then calls rebase_history (autograd_internal.h).
+bool check_inplace_autograd(const Tensor& self, const Tensor* const* sources, int n);
 
 /// Refuses an in-place write into memory that several elements share (an expanded tensor).
 void check_no_internal_overlap(const Tensor& self);

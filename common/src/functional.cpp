@@ -50,7 +50,7 @@ Tensor log_softmax(const Tensor& input, int64_t dim) {
     out = sub(shifted, log(sum(exp(shifted), {dim}, true)));
   }
   if (detail::should_record({&x})) {
-    SavedTensor so(out, "LogSoftmaxBackward0");
+    SavedTensor so(out, "LogSoftmaxBackward0", /*is_output=*/true);
     detail::record(
         out, "LogSoftmaxBackward0", {x},
         [so, dim](const Tensor& g) {
@@ -76,7 +76,7 @@ Tensor softmax(const Tensor& input, int64_t dim) {
     out = div(e, sum(e, {dim}, true));
   }
   if (detail::should_record({&x})) {
-    SavedTensor so(out, "SoftmaxBackward0");
+    SavedTensor so(out, "SoftmaxBackward0", /*is_output=*/true);
     detail::record(
         out, "SoftmaxBackward0", {x},
         [so, dim](const Tensor& g) {

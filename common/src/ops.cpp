@@ -396,8 +396,22 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   detail::run(call);
   return *this;
 }
-Tensor& Tensor::clamp_min_(Scalar min) { return clamp_(min, std::nullopt); }
-Tensor& Tensor::clamp_max_(Scalar max) { return clamp_(std::nullopt, max); }
+// clamp_min_ and clamp_max_ are recorded as themselves (ClampMinBackward0, ClampMaxBackward0), as
+// in PyTorch; clamp_ with one bound is recorded as clamp.
+Tensor& Tensor::clamp_min_(Scalar min) {
+  detail::Call call = clamp_call(OpId::clamp_min, *this, min, std::nullopt);
+  call.out = this;
+  call.inplace = true;
+  detail::run(call);
+  return *this;
+}
+Tensor& Tensor::clamp_max_(Scalar max) {
+  detail::Call call = clamp_call(OpId::clamp_max, *this, std::nullopt, max);
+  call.out = this;
+  call.inplace = true;
+  detail::run(call);
+  return *this;
+}
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
   check_lerp_dtypes(*this, end, nullptr);
   return run_inplace(*this, OpId::lerp_scalar, {this, &end}, {weight.to_double()});

@@ -22,7 +22,8 @@
 #define TINY_RANDOM_AVX2 1
 #endif
 
-#include "dispatch.h"  // check_inplace_autograd: the autograd rule for in-place writes
+#include "autograd_internal.h"  // record_overwrite: an in-place fill on the tape
+#include "dispatch.h"            // check_inplace_autograd: the autograd rule for in-place writes
 #include "internal.h"  // detail::convert: PyTorch's casts between element types
 #include "mul_add.h"   // detail::mul_add: a * b + c, fused or not, as PyTorch's kernels do it
 
@@ -341,10 +342,15 @@ template <typename Fill> void fill_on_cpu(Tensor& t, Fill&& fill) {
 
 // What every in-place random fill does first and last: PyTorch's autograd rule for in-place
 // writes, and a new version for the storage (autograd checks it on saved tensors).
-template <typename Fill> Tensor& in_place_fill(const char* op, Tensor& t, Fill&& fill) {
-  detail::check_inplace_autograd(op, t, nullptr, 0);
+// `node` is PyTorch's name for the op's node when the tape records it (the new values do not
+// depend on the old ones, which get a zero gradient).
+template <typename Fill>
+Tensor& in_place_fill(const char* node, Tensor& t, Fill&& fill) {
+  const bool record = detail::check_inplace_autograd(t, nullptr, 0);
+  const Edge old = record ? detail::edge_for(t) : Edge{};
   fill_on_cpu(t, fill);
   t.storage()->bump_version();
+  if (record) detail::record_overwrite(t, old, node);
   return t;
 }
 
@@ -396,7 +402,7 @@ Tensor& uniform_(Tensor& t, double from, double to, Generator& gen) {
   if (from > to)
     throw RuntimeError("uniform_ expects to return a [from, to) range, but found from=" +
                        number_str(from) + " > to=" + number_str(to));
-  return in_place_fill("uniform_", t, [&](const Tensor& cpu) {
+  return in_place_fill("UniformBackward0", t, [&](const Tensor& cpu) {
     dispatch_floating(cpu.dtype(), "uniform_", [&]<typename T>() {
       if (cpu_capability() == CpuCapability::Avx2) uniform_fill<true, T>(cpu, from, to, gen);
       else uniform_fill<false, T>(cpu, from, to, gen);
@@ -408,7 +414,7 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator& gen) {
   dispatch_floating(t.dtype(), "normal_kernel_cpu", []<typename T>() {});
   if (!(std >= 0.0))
     throw RuntimeError("normal expects std >= 0.0, but found std " + number_str(std));
-  return in_place_fill("normal_", t, [&](const Tensor& cpu) {
+  return in_place_fill("NormalBackward0", t, [&](const Tensor& cpu) {
     dispatch_floating(cpu.dtype(), "normal_", [&]<typename T>() {
       if (cpu_capability() == CpuCapability::Avx2) normal_fill<true, T>(cpu, mean, std, gen);
       else normal_fill<false, T>(cpu, mean, std, gen);

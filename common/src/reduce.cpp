@@ -129,7 +129,7 @@ Tensor max(const Tensor& a) {
   if (detail::should_record({&a})) {
     // Every element equal to the maximum shares its gradient (ties split evenly), as PyTorch's
     // max() does.
-    detail::SavedTensor sa(a, "MaxBackward1"), so(out, "MaxBackward1");
+    detail::SavedTensor sa(a, "MaxBackward1"), so(out, "MaxBackward1", /*is_output=*/true);
     detail::record(
         out, "MaxBackward1", {a},
         [sa, so](const Tensor& g) {

@@ -307,6 +307,9 @@ Tensor Tensor::index(const IndexList& indices) const {
     throw IndexError("slice() cannot be applied to a 0-dim tensor.");
   if (static_cast<int64_t>(indices.items.size()) > dim())
     throw IndexError("too many indices for tensor of dimension " + std::to_string(dim()));
+  // The views below are made from a copy of this handle; the autograd record must be this
+  // tensor's own, so that a write through the view (x.index({0}) = y) reaches it.
+  if (is_floating(dtype_)) ensure_autograd_meta();
   Tensor out = *this;
   int64_t d = 0;  // the output dimension the next index applies to
   for (size_t k = 0; k < indices.items.size(); ++k) {
@@ -473,7 +476,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
     return detail::record_view(Tensor(storage_, dtype_, target, *strides, offset_), *this,
                                "ViewBackward0", back);
   const Tensor copy = clone();
-  return detail::record_view(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0),
+  return detail::record_copy(Tensor(copy.storage_, dtype_, target, contiguous_strides(target), 0),
                              copy, "UnsafeViewBackward0", back);
 }
 

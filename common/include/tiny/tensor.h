@@ -285,9 +285,9 @@ class Tensor {
   /// Sets every element to `value`.
   Tensor& fill_(Scalar value);
   /// Sets every element to 0.
-  Tensor& zero_() { return fill_(0); }
+  Tensor& zero_();
 
-  // ---- in place: the op's result written into this tensor (ops.h; no autograd node) --------
+  // ---- in place: the op's result written into this tensor (ops.h; recorded as PyTorch does) -
   Tensor& add_(const Tensor& other, Scalar alpha = 1);  ///< this += alpha * other
   Tensor& add_(Scalar other);                           ///< this += other
   Tensor& sub_(const Tensor& other, Scalar alpha = 1);  ///< this -= alpha * other
@@ -396,8 +396,12 @@ class Tensor {
   /// held the parameter would keep it alive for ever.) RuntimeError, with PyTorch's words, on a
   /// tensor that does not require grad or is not a leaf.
   void register_post_accumulate_grad_hook(std::function<void(const Tensor& grad)> hook) const;
-  /// The node that computed this tensor, or null for a leaf.
+  /// The node that computed this tensor, or null for a leaf. For a view whose memory has been
+  /// written in place since its node was recorded, a new node that takes the gradient to the
+  /// base's current history (AsStridedBackward0, as in PyTorch).
   std::shared_ptr<Node> grad_fn() const;
+  /// True for a view of a floating tensor (PyTorch's `_base is not None`).
+  bool is_view() const;
   /// True for tensors that no recorded op produced.
   bool is_leaf() const { return grad_fn() == nullptr; }
   /// tiny::backward(*this): the gradient of this one-element tensor with respect to the leaves.
@@ -436,6 +440,19 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;  ///< a leaf's AccumulateGrad node, shared by all uses
   /// Run by AccumulateGrad after each accumulation (register_post_accumulate_grad_hook).
   std::vector<std::function<void(const Tensor& grad)>> post_accumulate_grad_hooks;
+
+  // A view of a floating tensor remembers what it views, as PyTorch's `_base`, so that an
+  // in-place write through the view can become part of the base's history (a CopySlices node),
+  // and so that a view whose memory was written since its grad_fn was set gets a new one.
+  /// The tensor this one views: the first in the chain of views that is not itself a view.
+  /// Undefined for a tensor that is not a view.
+  Tensor view_base;
+  /// The storage's version when grad_fn was last right for this view; grad_fn() makes a new
+  /// node (AsStridedBackward0) when the memory has been written since.
+  uint64_t view_version = 0;
+  /// True for a view made while grad mode was off: writing into it in place with grad mode on
+  /// is refused, as PyTorch refuses it.
+  bool view_made_without_grad = false;
 };
 
 // ---- creation ---------------------------------------------------------------------------------
