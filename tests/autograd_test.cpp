@@ -516,3 +516,98 @@ TEST(Ch03_Autograd, NodesCountTheirFlops) {  // seed document 003, gradients_flo
   x.requires_grad_();  // as for a hidden layer, whose input is itself computed: 2 x forward
   EXPECT_EQ(matmul(x, w1).grad_fn()->backward_flops(), 4.0 * B * D * D);
 }
+
+// ---- in-place writes into the graph --------------------------------------------------------------
+
+namespace {
+
+// The function below written out in plain double loops: the independent reference whose central
+// differences the tape's gradients are held to.
+//   y = 2x + 1 (3x4); y[:, 1:3] *= w (3x2); y[:, 0] += z (3); y = tanh(y);
+//   loss = sum(C * y) + sum(y[:, 1:3]^2)
+double written_in_place_reference(const std::vector<double>& x, const std::vector<double>& w,
+                                  const std::vector<double>& z, const std::vector<double>& c) {
+  double loss = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double y = 2 * x[i * 4 + j] + 1;
+      if (j == 1 || j == 2) y *= w[i * 2 + (j - 1)];
+      if (j == 0) y += z[i];
+      y = std::tanh(y);
+      loss += c[i * 4 + j] * y + ((j == 1 || j == 2) ? y * y : 0.0);
+    }
+  return loss;
+}
+
+std::vector<double> values(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  return std::vector<double>(c.data<double>(), c.data<double>() + c.numel());
+}
+
+}  // namespace
+
+// Writes through two views of one tensor (a block of columns, and a column reached through a
+// transpose), then a write into the tensor itself, then a read through the first view, whose
+// node is by then out of date: every leaf's gradient must be what central differences of the
+// loop above give.
+TEST(Ch03_Autograd, InPlaceWritesThroughViewsMatchFiniteDifferences) {
+  TINY_SEEDED(rng);
+  const Tensor x = random_values(rng, {3, 4}).requires_grad_();
+  const Tensor w = random_values(rng, {3, 2}).requires_grad_();
+  const Tensor z = random_values(rng, {3}).requires_grad_();
+  const Tensor c = random_values(rng, {3, 4});
+  Tensor y = x * 2 + 1;
+  Tensor block = y.slice(1, 1, 3);
+  block.mul_(w);
+  y.t().select(0, 0).add_(z);
+  y.tanh_();
+  EXPECT_EQ(y.grad_fn()->name(), "TanhBackward0");
+  EXPECT_EQ(block.grad_fn()->name(), "AsStridedBackward0");
+  ((y * c).sum() + (block * block).sum()).backward();
+
+  std::vector<std::vector<double>> in = {values(x), values(w), values(z)};
+  const std::vector<Tensor> leaves = {x, w, z};
+  const std::vector<double> cv = values(c);
+  for (size_t k = 0; k < in.size(); ++k) {
+    const std::vector<double> grad = values(leaves[k].grad());
+    for (size_t i = 0; i < in[k].size(); ++i) {
+      const double h = 1e-6, keep = in[k][i];
+      in[k][i] = keep + h;
+      const double up = written_in_place_reference(in[0], in[1], in[2], cv);
+      in[k][i] = keep - h;
+      const double down = written_in_place_reference(in[0], in[1], in[2], cv);
+      in[k][i] = keep;
+      // Central differences of a smooth function of order-1 values: truncation ~h^2 (1e-12)
+      // plus rounding ~1e-16 / h (1e-10), well inside 1e-8.
+      EXPECT_NEAR(grad[i], (up - down) / (2 * h), 1e-8) << "leaf " << k << " element " << i;
+    }
+  }
+}
+
+// The cases PyTorch refuses, refused with its texts; and a tensor saved for backward, then
+// written, fails at backward naming the op that produced it then.
+TEST(Ch03_Autograd, InPlaceWritesPyTorchRefuses) {
+  const Tensor leaf = tensor({1.0, 2.0, 3.0}).requires_grad_();
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { leaf.slice(0, 0, 2).mul_(2); },
+      "a view of a leaf Variable that requires grad is being used in an in-place operation."));
+  Tensor made_without_grad;
+  {
+    NoGradGuard no_grad;
+    made_without_grad = leaf.slice(0, 0, 2);
+  }
+  EXPECT_TRUE(made_without_grad.requires_grad());
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { made_without_grad.mul_(2); },
+                                        "A view was created in no_grad mode"));
+  Tensor y = leaf * 2;
+  const Tensor z = y * y;  // keeps y
+  y.add_(1);
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { z.sum().backward(); },
+                                        "which is output 0 of Add, is at version 1; expected "
+                                        "version 0 instead."));
+  // Integer views are not tracked: writing into one is plain arithmetic.
+  const Tensor ints = arange(6).view({2, 3});
+  ints.select(0, 1).add_(10);
+  EXPECT_FALSE(ints.is_view());
+  EXPECT_EQ(ints.index({1, 2}).item<int64_t>(), 15);
+}
