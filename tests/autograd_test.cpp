@@ -317,6 +317,18 @@ TEST(Ch03_Autograd, DeepChainNeedsNoRecursion) {
   y = Tensor();  // the whole chain is freed here
 }
 
+TEST(Ch03_Autograd, DeepChainOfWritesThroughViewsNeedsNoRecursion) {
+  // 100,000 writes through views: each CopySlices keeps the in-place op's node besides its
+  // edges, and freeing the graph must not recurse through those either.
+  const Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = x * 1;
+  for (int i = 0; i < 100000; ++i) y.select(0, i % 2).mul_(1.0);
+  EXPECT_EQ(y.grad_fn()->name(), "CopySlices");
+  y.sum().backward();
+  EXPECT_EQ(x.grad().tolist(), (std::vector<double>{1, 1}));
+  y = Tensor();  // the whole chain is freed here
+}
+
 TEST(Ch03_Autograd, GradientsAccumulateUntilCleared) {
   Tensor w = tensor({1.0, -1.0}, kFloat64).requires_grad_();
   Tensor loss = (w * w).sum();

@@ -847,7 +847,8 @@ std::string grad_text(const Tensor& t) {
   for (int64_t i = 0; i < d.numel(); ++i) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.10g", d.data<double>()[i]);
-    s += (i ? "," : "") + std::string(buf);
+    if (i) s += ',';
+    s += buf;
   }
   return s;
 }
@@ -1132,8 +1133,10 @@ const std::map<std::string, std::function<std::string()>>& inplace_cases() {
          Tensor buf = zeros({3}, kFloat64);
          buf.add_(x);
          std::string nexts;
-         for (const Edge& e : buf.grad_fn()->next_functions())
-           nexts += (nexts.empty() ? "" : ",") + (e.fn ? e.fn->name() : std::string("None"));
+         for (const Edge& e : buf.grad_fn()->next_functions()) {
+           if (!nexts.empty()) nexts += ',';
+           nexts += e.fn ? e.fn->name() : "None";
+         }
          const std::string name = node_name(buf) + " " + nexts;
          weighted_sum(buf).backward();
          return name + " | " + grad_text(x);
