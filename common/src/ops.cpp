@@ -389,28 +389,25 @@ Tensor& Tensor::sigmoid_() { return run_inplace(*this, OpId::sigmoid, {this}); }
 Tensor& Tensor::tanh_() { return run_inplace(*this, OpId::tanh, {this}); }
 Tensor& Tensor::square_() { return run_inplace(*this, OpId::square, {this}); }
 Tensor& Tensor::reciprocal_() { return run_inplace(*this, OpId::reciprocal, {this}); }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  detail::Call call = clamp_call(OpId::clamp, *this, min, max);
-  call.out = this;
-  call.inplace = true;
-  detail::run(call);
-  return *this;
-}
 // clamp_min_ and clamp_max_ are recorded as themselves (ClampMinBackward0, ClampMaxBackward0), as
 // in PyTorch; clamp_ with one bound is recorded as clamp.
-Tensor& Tensor::clamp_min_(Scalar min) {
-  detail::Call call = clamp_call(OpId::clamp_min, *this, min, std::nullopt);
-  call.out = this;
+namespace {
+Tensor& clamp_inplace(Tensor& self, OpId id, std::optional<Scalar> min, std::optional<Scalar> max) {
+  detail::Call call = clamp_call(id, self, min, max);
+  call.out = &self;
   call.inplace = true;
   detail::run(call);
-  return *this;
+  return self;
+}
+}  // namespace
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  return clamp_inplace(*this, OpId::clamp, min, max);
+}
+Tensor& Tensor::clamp_min_(Scalar min) {
+  return clamp_inplace(*this, OpId::clamp_min, min, std::nullopt);
 }
 Tensor& Tensor::clamp_max_(Scalar max) {
-  detail::Call call = clamp_call(OpId::clamp_max, *this, std::nullopt, max);
-  call.out = this;
-  call.inplace = true;
-  detail::run(call);
-  return *this;
+  return clamp_inplace(*this, OpId::clamp_max, std::nullopt, max);
 }
 Tensor& Tensor::lerp_(const Tensor& end, Scalar weight) {
   check_lerp_dtypes(*this, end, nullptr);
