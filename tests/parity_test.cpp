@@ -904,8 +904,7 @@ const std::map<std::string, InplaceOp>& inplace_ops() {
   return ops;
 }
 
-std::string run_inplace_op(const std::string& op, const std::string& kind,
-                           const std::string& who) {
+std::string run_inplace_op(const std::string& op, const std::string& kind, const std::string& who) {
   const bool a_grad = who == "self" || who == "both", src_grad = who == "sources" || who == "both";
   const Tensor a = f64({0.5, 1.25, 2.0, 0.75, 1.5, 1.8}, {2, 3}, a_grad);
   const Tensor o = f64({1.5, 0.75, 3.0}, {3}, src_grad);
@@ -1234,8 +1233,7 @@ const std::vector<Area>& areas() {
        run_views},
       {"nodes", "autograd node names: every op, every matmul rank pair", run_nodes},
       {"einops", "einops: rearrange and reduce patterns, and the errors", run_einops},
-      {"errors", "errors: bad calls across the library, exception class and message",
-       run_errors},
+      {"errors", "errors: bad calls across the library, exception class and message", run_errors},
       {"arithmetic", "arithmetic bit for bit: unary, binary and scalar ops, conversions",
        run_arithmetic},
       {"inplace", "in-place writes: every in-place op into tensors and views of the graph",
@@ -1343,7 +1341,8 @@ const std::vector<Documented>& documented() {
       {"arithmetic, last bits",
        "exp, log, tanh, sigmoid, erf, gelu and pow, and 16-bit ops that PyTorch rounds in steps "
        "(x ** 3 in bfloat16 is rounded after each multiply), agree within 4 eps |y| (gelu: "
-       "4 eps (|y| + 1), for the cancellation in 1 + erf below -2), not bit for bit: PyTorch's CPU kernels call SLEEF, and the library's float32 functions are its "
+       "4 eps (|y| + 1), for the cancellation in 1 + erf below -2), not bit for bit: PyTorch's CPU "
+       "kernels call SLEEF, and the library's float32 functions are its "
        "own vectorised ones, which chapter 09's fused kernels share so that fused and eager "
        "results are the same bits.",
        [](const std::string& key, const std::string& expected, const std::string& got) {

@@ -461,9 +461,8 @@ Tensor SavedTensor::unpack() const {
         "by an inplace operation: [torch." +
         std::string(k.device.is_cpu() ? "" : "cuda.") + dtype_legacy_name(k.dtype) + "Tensor " +
         shape_str(k.shape) + "]" +
-        (producer.empty() ? "" : ", which is output 0 of " + producer + ",") +
-        " is at version " + std::to_string(storage->version()) + "; expected version " +
-        std::to_string(k.version) +
+        (producer.empty() ? "" : ", which is output 0 of " + producer + ",") + " is at version " +
+        std::to_string(storage->version()) + "; expected version " + std::to_string(k.version) +
         " instead. Hint: enable anomaly detection to find the operation that failed to compute "
         "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).");
   }

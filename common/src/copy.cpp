@@ -70,13 +70,13 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   // sums it down to the source's shape and casts it to its dtype).
   if (record)
     detail::rebase_history(
-        *this, detail::make_node(
-                   "CopyBackwards", std::move(edges), {*this, src},
-                   [from = src.device()](const Tensor& g) {
-                     return std::vector<Tensor>{zeros(g.shape(), g.dtype(), g.device()),
-                                                g.to(from)};
-                   },
-                   0, 0));
+        *this,
+        detail::make_node(
+            "CopyBackwards", std::move(edges), {*this, src},
+            [from = src.device()](const Tensor& g) {
+              return std::vector<Tensor>{zeros(g.shape(), g.dtype(), g.device()), g.to(from)};
+            },
+            0, 0));
   return *this;
 }
 
@@ -88,7 +88,8 @@ Tensor& fill_recorded(Tensor& t, Scalar value, const char* name) {
   detail::op_device("fill_", {&t});
   const bool record = detail::check_inplace_autograd(t, nullptr, 0);
   const Edge old = record ? detail::edge_for(t) : Edge{};
-  const Tensor number = scalar_tensor(value, t.dtype());  // a 0-dim CPU tensor: a number to any device
+  const Tensor number =
+      scalar_tensor(value, t.dtype());  // a 0-dim CPU tensor: a number to any device
   {
     NoGradGuard plain;  // the write is recorded below, as this op
     // An expanded view (stride 0) reads some elements many times. PyTorch fills it all the same
@@ -100,8 +101,7 @@ Tensor& fill_recorded(Tensor& t, Scalar value, const char* name) {
       if (t.strides()[d] == 0) once[d] = std::min<int64_t>(once[d], 1);
     if (once != t.shape() && !t.requires_grad())
       Tensor(t.storage(), t.dtype(), once, t.strides(), t.storage_offset()).copy_(number);
-    else
-      t.copy_(number);
+    else t.copy_(number);
   }
   if (record) detail::record_overwrite(t, old, name);
   return t;

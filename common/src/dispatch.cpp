@@ -231,8 +231,8 @@ void record_from_table(const Tensor& out, const OpEntry& op, NodeInputs r,
   for (int k = 0; k < n; ++k) backward_flops += r.needs[k] ? d.flops[k] * numel : 0;
   std::shared_ptr<Node> node = make_node(
       op.info.node, std::move(r.edges), r.inputs,
-      [saved = std::move(r.saved), saved_result = std::move(saved_result), scalars,
-       needs = r.needs, n, formula = d.formula](const Tensor& g) {
+      [saved = std::move(r.saved), saved_result = std::move(saved_result), scalars, needs = r.needs,
+       n, formula = d.formula](const Tensor& g) {
         BackwardArgs args{g,
                           {saved[0].unpack(), saved[1].unpack(), saved[2].unpack()},
                           saved_result.unpack(),

@@ -23,7 +23,7 @@
 #endif
 
 #include "autograd_internal.h"  // record_overwrite: an in-place fill on the tape
-#include "dispatch.h"            // check_inplace_autograd: the autograd rule for in-place writes
+#include "dispatch.h"           // check_inplace_autograd: the autograd rule for in-place writes
 #include "internal.h"  // detail::convert: PyTorch's casts between element types
 #include "mul_add.h"   // detail::mul_add: a * b + c, fused or not, as PyTorch's kernels do it
 
@@ -344,8 +344,7 @@ template <typename Fill> void fill_on_cpu(Tensor& t, Fill&& fill) {
 // writes, and a new version for the storage (autograd checks it on saved tensors).
 // `node` is PyTorch's name for the op's node when the tape records it (the new values do not
 // depend on the old ones, which get a zero gradient).
-template <typename Fill>
-Tensor& in_place_fill(const char* node, Tensor& t, Fill&& fill) {
+template <typename Fill> Tensor& in_place_fill(const char* node, Tensor& t, Fill&& fill) {
   const bool record = detail::check_inplace_autograd(t, nullptr, 0);
   const Edge old = record ? detail::edge_for(t) : Edge{};
   fill_on_cpu(t, fill);
