@@ -190,19 +190,19 @@ struct NodeInputs {
   std::vector<Edge> edges;
   std::vector<Tensor> inputs;  // for their shapes and dtypes
   std::array<SavedTensor, 3> saved;
-  std::array<bool, 3> needs{};
+  std::array<bool, 3> needs{};  // which inputs need a gradient, and the same as bits
+  uint8_t mask = 0;
 };
 
 NodeInputs take_node_inputs(const OpEntry& op, const std::array<const Tensor*, 3>& in, int n,
                             bool inplace) {
   const Derivative& d = *op.derivative;
   NodeInputs r;
-  uint8_t mask = 0;
   for (int k = 0; k < n; ++k) {
     r.needs[k] = in[k]->requires_grad();
-    mask |= static_cast<uint8_t>(r.needs[k]) << k;
+    r.mask |= static_cast<uint8_t>(r.needs[k]) << k;
   }
-  auto kept = [mask](uint8_t keep) { return (keep & kAlways) || (keep & mask); };
+  auto kept = [&r](uint8_t keep) { return (keep & kAlways) || (keep & r.mask); };
   for (int k = 0; k < n; ++k)
     if (kept(d.keep[k]))
       r.saved[k] = SavedTensor(inplace && k == 0 ? in[0]->detach().clone() : *in[k], op.info.node);
@@ -221,9 +221,7 @@ NodeInputs take_node_inputs(const OpEntry& op, const std::array<const Tensor*, 3
 void record_from_table(const Tensor& out, const OpEntry& op, NodeInputs r,
                        const ops::Scalars& scalars, bool inplace) {
   const Derivative& d = *op.derivative;
-  uint8_t mask = 0;
-  for (size_t k = 0; k < r.inputs.size(); ++k) mask |= static_cast<uint8_t>(r.needs[k]) << k;
-  const bool keep_result = (d.keep_result & kAlways) || (d.keep_result & mask);
+  const bool keep_result = (d.keep_result & kAlways) || (d.keep_result & r.mask);
   SavedTensor saved_result(keep_result ? out : Tensor(), op.info.node, /*is_output=*/true);
   const double numel = static_cast<double>(out.numel());
   const int n = static_cast<int>(r.inputs.size());
