@@ -541,14 +541,22 @@ Tensor record_view(Tensor out, const Tensor& in, const char* name,
                    std::function<Tensor(const Tensor&)> back) {
   // Integer and bool views carry no gradient, and PyTorch does not track them as views.
   if (!is_floating(out.dtype())) return out;
+  const bool without_grad = !t_grad_mode || in.made_without_grad() ||
+                            (in.is_view() && in.autograd_meta()->view_made_without_grad);
+  // Made with grad mode off from a tensor that needs no gradient: a write into it with grad mode
+  // on is refused, and nothing else about it concerns autograd, so it keeps only a mark (most of
+  // backward's and the optimizers' views are of this kind, and make no autograd record).
+  if (without_grad && !in.requires_grad()) {
+    out.mark_made_without_grad();
+    return out;
+  }
   const Tensor& base = in.is_view() ? in.autograd_meta()->view_base : in;
   base.ensure_autograd_meta();  // one record, shared by the base's handle and the view's
   AutogradMeta& meta = out.ensure_autograd_meta();
   meta.view_base = base;
   meta.view_version = out.storage()->version();
   // A view of a view made with grad mode off is refused writes as its source is.
-  meta.view_made_without_grad =
-      !t_grad_mode || (in.is_view() && in.autograd_meta()->view_made_without_grad);
+  meta.view_made_without_grad = without_grad;
   return record_copy(std::move(out), in, name, std::move(back));
 }
 

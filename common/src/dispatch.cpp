@@ -277,19 +277,21 @@ bool check_inplace_autograd(const Tensor& self, const Tensor* const* sources, in
   if (!requires_grad) return false;
   // PyTorch's checks, in its order: a view made with grad mode off, a view of a leaf that
   // requires grad, and the leaf itself (an optimizer's update runs with grad mode off instead).
+  // PyTorch names a view recorded in grad mode (of a view made with it off) by its node.
+  auto made_without_grad = [](const Node* fn) {
+    return RuntimeError(
+        (fn ? "Output 0 of " + op_name(fn->name()) + " is a view of a view which was created in"
+            : std::string("A view was created in")) +
+        " no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+        "moving both the view and the inplace either both inside the no_grad block (if you "
+        "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+        "tracked).");
+  };
+  if (self.made_without_grad()) throw made_without_grad(nullptr);
   if (self.is_view()) {
     const AutogradMeta& view = *self.autograd_meta();
-    // PyTorch names a view recorded in grad mode (of a view made with it off) by its node.
-    if (view.view_made_without_grad)
-      throw RuntimeError(
-          (view.grad_fn ? "Output 0 of " + op_name(view.grad_fn->name()) +
-                              " is a view of a view which was created in"
-                        : std::string("A view was created in")) +
-          " no_grad mode and is being modified inplace with grad mode enabled. Given that this "
-          "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-          "moving both the view and the inplace either both inside the no_grad block (if you "
-          "don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-          "tracked).");
+    if (view.view_made_without_grad) throw made_without_grad(view.grad_fn.get());
     if (self.requires_grad() && view.view_base.is_leaf())
       throw RuntimeError(
           "a view of a leaf Variable that requires grad is being used in an in-place operation.");

@@ -414,6 +414,12 @@ class Tensor {
   const std::shared_ptr<AutogradMeta>& autograd_meta() const { return autograd_; }
   /// Creates the autograd state if missing and returns it; for the library's internals.
   AutogradMeta& ensure_autograd_meta() const;
+  /// True for a view made with grad mode off of a tensor that needs no gradient. Such a view
+  /// keeps no autograd state, only this mark, so that a write into it with grad mode on can be
+  /// refused as PyTorch refuses it; for the library's internals.
+  bool made_without_grad() const { return made_without_grad_; }
+  /// Sets that mark; for the library's internals (views).
+  void mark_made_without_grad() { made_without_grad_ = true; }
 
   /// PyTorch's printed form: `tensor([[1., 2.], [3., 4.]])`.
   std::string str() const;
@@ -424,6 +430,7 @@ class Tensor {
   mutable std::shared_ptr<AutogradMeta> autograd_;
   std::shared_ptr<Storage> storage_;
   DType dtype_ = kFloat32;
+  bool made_without_grad_ = false;
   Shape shape_;
   Strides strides_;
   int64_t offset_ = 0;
