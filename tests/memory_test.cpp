@@ -187,6 +187,9 @@ TEST(Memory, AccountingFollowsRandomSequences) {
         saved.insert(t.storage().get());
       }
     }
+    // A view keeps its base alive, as PyTorch's `_base` does, and with it the base's .grad.
+    for (size_t k = 0, n = held.size(); k < n; ++k)
+      if (held[k].is_view()) held.push_back(held[k].autograd_meta()->view_base);
     // Every .grad of a tensor the test holds (a graph holds its inputs' handles too) is a
     // gradient.
     for (size_t k = 0, n = held.size(); k < n; ++k)
