@@ -81,6 +81,27 @@ inline void row(Out* o, int64_t n, const Op& op, const P*... p) {
   contiguous_row<In, Out>(o, n, op, p...);
 }
 
+// o[i] = from[i] for i < n, written with streaming stores (whole lines go to memory without
+// being read into the cache first) from the first 16-byte boundary of `o` on; the elements
+// before it are written plainly. The caller fences the stores (stream_fence) before it reports
+// the work done.
+inline void stream_floats(float* o, const float* from, int64_t n) {
+#if defined(__x86_64__) && defined(__SSE2__)
+  const auto address = reinterpret_cast<uintptr_t>(o);
+  int64_t i = std::min<int64_t>(n, static_cast<int64_t>((16 - address % 16) % 16 / 4));
+  for (int64_t j = 0; j < i; ++j) o[j] = from[j];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(o + i, _mm_loadu_ps(from + i));
+  for (; i < n; ++i) o[i] = from[i];
+#else
+  std::copy(from, from + n, o);
+#endif
+}
+inline void stream_fence() {
+#if defined(__x86_64__) && defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 // row(), for a float32 output at least kStreamBytes large (internal.h): the row is computed
 // kStreamBlock elements at a time into a buffer, and each block goes to memory with streaming
 // stores, which write whole cache lines without first reading them. The elements before the
@@ -98,10 +119,10 @@ inline void streamed_row(Out* o, int64_t n, const Op& op, const P*... p) {
     int64_t i = head;
     for (; i + kStreamBlock <= n; i += kStreamBlock) {
       row<In>(block, kStreamBlock, op, (p + i)...);
-      for (int64_t j = 0; j < kStreamBlock; j += 4) _mm_stream_ps(o + i + j, _mm_load_ps(block + j));
+      stream_floats(o + i, block, kStreamBlock);
     }
     row<In>(o + i, n - i, op, (p + i)...);
-    _mm_sfence();
+    stream_fence();
     return;
   }
 #endif

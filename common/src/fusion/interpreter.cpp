@@ -4,14 +4,18 @@
 // small enough to stay in the L1/L2 cache (kTile elements), and for each tile evaluates the
 // graph's values in order into tile-sized buffers, reading each input from memory once and
 // writing each output once. The intermediates never leave the cache, which is the saving fusion
-// is about; what is lost against generated code is vectorised arithmetic and the dispatch of
-// every value through a function pointer. It computes exactly what the generated C++ computes:
-// each op in its compute type (float for float32 and 16-bit floats, double for float64), with
-// values kept as the generated code keeps them. Tiles hold float when every value fits one
-// (a graph of float32, 16-bit floats and bool), else double.
+// is about. Each op runs over a whole tile in the loop the eager kernels run it in
+// (cpu/elementwise.h: vectorised, with AVX2 and AVX-512 copies for the vector math), so what
+// is lost against generated code is the traffic between the tile buffers and the cache, not
+// vectorised arithmetic. Tiles are split across the library's threads. It computes exactly what
+// the generated C++ computes: each op in its compute type (float for float32 and 16-bit floats,
+// double for float64), with values kept as the generated code keeps them. Tiles hold float when
+// every value fits one (a graph of float32, 16-bit floats and bool), else double.
+#include "cpu/elementwise.h"
 #include "elementwise_ops.h"
 #include "fusion/graph.h"
 #include "internal.h"
+#include "parallel.h"
 #include "tiny/float_formats.h"
 
 namespace tiny::detail::fusion {
@@ -28,13 +32,20 @@ template <typename H, typename Op, typename T>
 void apply(const H* const* in, H* out, int64_t n, ops::Scalars s) {
   Op op;
   op.p = s;
-  for (int64_t i = 0; i < n; ++i) {
-    if constexpr (Op::arity == 1) out[i] = static_cast<H>(op(static_cast<T>(in[0][i])));
-    else if constexpr (Op::arity == 2)
-      out[i] = static_cast<H>(op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i])));
-    else
-      out[i] = static_cast<H>(
-          op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i]), static_cast<T>(in[2][i])));
+  if constexpr (std::is_same_v<H, T>) {
+    // Tiles of the op's own compute type: the eager kernels' row loop, vectorised.
+    if constexpr (Op::arity == 1) cpu::row<T>(out, n, op, in[0]);
+    else if constexpr (Op::arity == 2) cpu::row<T>(out, n, op, in[0], in[1]);
+    else cpu::row<T>(out, n, op, in[0], in[1], in[2]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (Op::arity == 1) out[i] = static_cast<H>(op(static_cast<T>(in[0][i])));
+      else if constexpr (Op::arity == 2)
+        out[i] = static_cast<H>(op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i])));
+      else
+        out[i] = static_cast<H>(
+            op(static_cast<T>(in[0][i]), static_cast<T>(in[1][i]), static_cast<T>(in[2][i])));
+    }
   }
 }
 
@@ -67,6 +78,10 @@ template <typename H> H as_held(H x, DType d) {
 template <typename H, typename T, typename Convert>
 void load_run(const char* base, int64_t stride, int64_t count, H* out, Convert convert) {
   const T* p = reinterpret_cast<const T*>(base);
+  if (stride == 1) {  // the common case, in a loop the compiler vectorises
+    for (int64_t i = 0; i < count; ++i) out[i] = static_cast<H>(convert(p[i]));
+    return;
+  }
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<H>(convert(p[i * stride]));
 }
 
@@ -122,20 +137,34 @@ void run_tiles(const Graph& g, const std::vector<Tensor>& args, const std::vecto
   const int64_t inner = loop.sizes[rank - 1];
   int64_t rows = 1;  // runs of the innermost loop dimension
   for (int d = 0; d + 1 < rank; ++d) rows *= loop.sizes[d];
+  if (rows == 0 || inner == 0) return;
   const size_t n = g.values.size();
   std::vector<Apply<H>> fns(n, nullptr);
   for (size_t id = 0; id < n; ++id)
     if (g.values[id].kind == Value::Kind::Op) fns[id] = apply_for<H>(g.values[id]);
-  std::vector<std::vector<H>> tile(n, std::vector<H>(kTile));
-  for (size_t id = 0; id < n; ++id)
-    if (g.values[id].kind == Value::Kind::Constant)
-      std::fill(tile[id].begin(), tile[id].end(),
-                as_held(static_cast<H>(g.values[id].constant), g.values[id].dtype));
-  std::vector<int64_t> index(rank, 0);  // the outer loop indices of the current run
-  int64_t o = 0;                        // the output element the run starts at
-  for (int64_t row = 0; row < rows; ++row) {
-    for (int64_t start = 0; start < inner; start += kTile) {
+  // The work is cut into tiles, kTile elements of one run each (the last of a run shorter);
+  // threads take whole tiles, and a tile computes the same values whichever thread runs it.
+  const int64_t tiles_per_row = (inner + kTile - 1) / kTile;
+  std::vector<char> streamed(g.outputs.size());
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    streamed[k] = outputs[k].dtype() == kFloat32 &&
+                  outputs[k].numel() >= kStreamBytes / static_cast<int64_t>(sizeof(float));
+  parallel_for(0, rows * tiles_per_row, std::max<int64_t>(1, kGrainSize / kTile),
+               [&](int64_t first, int64_t last) {
+    std::vector<std::vector<H>> tile(n, std::vector<H>(kTile));
+    for (size_t id = 0; id < n; ++id)
+      if (g.values[id].kind == Value::Kind::Constant)
+        std::fill(tile[id].begin(), tile[id].end(),
+                  as_held(static_cast<H>(g.values[id].constant), g.values[id].dtype));
+    std::vector<int64_t> index(rank, 0);  // the outer loop indices of the tile's run
+    for (int64_t t = first; t < last; ++t) {
+      const int64_t row = t / tiles_per_row;
+      const int64_t start = t % tiles_per_row * kTile;
       const int64_t count = std::min(kTile, inner - start);
+      for (int64_t d = rank - 2, r = row; d >= 0; --d) {
+        index[d] = r % loop.sizes[d];
+        r /= loop.sizes[d];
+      }
       // The inputs: a strided run each, converted once.
       for (size_t id = 0; id < n; ++id) {
         const Value& v = g.values[id];
@@ -165,19 +194,23 @@ void run_tiles(const Graph& g, const std::vector<Tensor>& args, const std::vecto
             for (int64_t i = 0; i < count; ++i) out[i] = as_held(out[i], v.dtype);
         }
       }
+      // The outputs are contiguous in the loop's order: the tile starts at row * inner + start.
+      // A large float32 output is written around the caches, as the eager kernels write theirs.
       for (size_t k = 0; k < g.outputs.size(); ++k) {
         const DType d = outputs[k].dtype();
         char* base = static_cast<char*>(outputs[k].data_ptr()) +
-                     (o + start) * static_cast<int64_t>(element_size(d));
+                     (row * inner + start) * static_cast<int64_t>(element_size(d));
+        if constexpr (std::is_same_v<H, float>) {
+          if (streamed[k]) {
+            cpu::stream_floats(reinterpret_cast<float*>(base), tile[g.outputs[k]].data(), count);
+            continue;
+          }
+        }
         store(base, d, count, tile[g.outputs[k]].data());
       }
     }
-    o += inner;
-    for (int d = rank - 2; d >= 0; --d) {
-      if (++index[d] < loop.sizes[d]) break;
-      index[d] = 0;
-    }
-  }
+    cpu::stream_fence();
+  });
 }
 
 }  // namespace
