@@ -50,20 +50,15 @@ template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::
 #define TINY_ALWAYS_INLINE inline
 #endif
 
-// How far ahead of the sum add_lanes asks for the input (bytes): a row is read at a steady
-// stride, which the hardware prefetcher follows, but it starts on each 4 KiB page afresh; asking
-// a page ahead keeps loads in flight across those boundaries. With the AVX-512 copy, the sum over
-// the last dimension of 4096 x 4096 float32 went from 7.4 to 3.0 ms on one thread here
-// (bench_libtorch; libtorch's own: 2.9 ms).
-constexpr int64_t kPrefetchBytes = 4096;
+// The loop asks for nothing ahead of itself: the hardware prefetcher follows a row read at a
+// steady stride. An earlier version asked for the line a page ahead (added on an Intel machine
+// together with the AVX-512 copy, and measured only together with it); on an AMD EPYC it made the whole-tensor sum of 4096 x 4096 float32 10-35% slower (bench_libtorch, one thread,
+// in turns with a build without it), and the last-dimension sum 5-15% slower.
 
 // acc[k] += x[i + k] for k < 16, over n elements (a multiple of 16).
 template <typename Acc, typename T>
 TINY_ALWAYS_INLINE void add_lanes_body(Acc (&acc)[kLanes], const T* x, int64_t n) {
-  const char* ahead = reinterpret_cast<const char*>(x) + kPrefetchBytes;
   for (int64_t i = 0; i < n; i += kLanes) {
-    // One request per 64-byte line (16 float32; a 64-bit type asks twice per line).
-    __builtin_prefetch(ahead + i * static_cast<int64_t>(sizeof(T)));
     for (int64_t k = 0; k < kLanes; ++k)
       acc[k] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i + k]));
   }
