@@ -52,8 +52,9 @@ template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::
 
 // The loop asks for nothing ahead of itself: the hardware prefetcher follows a row read at a
 // steady stride. An earlier version asked for the line a page ahead (added on an Intel machine
-// together with the AVX-512 copy, and measured only together with it); on an AMD EPYC it made the whole-tensor sum of 4096 x 4096 float32 10-35% slower (bench_libtorch, one thread,
-// in turns with a build without it), and the last-dimension sum 5-15% slower.
+// together with the AVX-512 copy, and measured only together with it); on an AMD EPYC it made
+// the whole-tensor sum of 4096 x 4096 float32 10-35% slower (bench_libtorch, one thread, in
+// turns with a build without it), and the last-dimension sum 5-15% slower.
 
 // acc[k] += x[i + k] for k < 16, over n elements (a multiple of 16).
 template <typename Acc, typename T>
