@@ -207,38 +207,43 @@ TEST_F(Fusion, ZeroDimAndEmptyTensors) {
 }
 
 // The interpreter computes what the generated kernel computes, bit for bit: the same math in
-// the same compute type, on any thread count. Rows of 2053 elements are not a whole number of
-// tiles; a matrix this large (8.4 MB of float32) is split across threads and written with
-// streaming stores, from an address that is not 16-byte aligned in every row; the transposed
-// input is read with a stride. Each case is checked against eager code too.
+// the same compute type, on any thread count. The large cases (over 8 MB of float32) are split
+// across threads and written with streaming stores, and their generated kernels compute four
+// rows at a time where an operand is broadcast along the rows, the last rows of a part one at a
+// time: 1031 rows do not divide by 4, rows of 2053 elements are not a whole number of tiles or
+// blocks (nor 16-byte aligned), the transposed input is read with a stride, and the 3-D case
+// has its shared rows inside an outer loop (g varies along the first dimension only).
 TEST_F(Fusion, InterpreterMatchesGeneratedCodeBitForBit) {
   TINY_SEEDED(rng);
   Generator gen(rng());
   const int saved = get_num_threads();
-  const Tensor x = randn({1031, 2053}, kFloat32, gen), g = randn({2053}, kFloat32, gen),
-               b = randn({2053}, kFloat32, gen), small = randn({33, 70}, kFloat32, gen);
-  const Tensor xt = randn({2053, 1031}, kFloat32, gen).T();
+  struct Case {
+    Tensor x, g, b;
+  };
+  const Tensor g = randn({2053}, kFloat32, gen), b = randn({2053}, kFloat32, gen);
+  const std::vector<Case> cases = {
+      {randn({33, 70}, kFloat32, gen), randn({70}, kFloat32, gen), randn({70}, kFloat32, gen)},
+      {randn({1031, 2053}, kFloat32, gen), g, b},
+      {randn({2053, 1031}, kFloat32, gen).T(), g, b},
+      {randn({3, 347, 2053}, kFloat32, gen), randn({3, 1, 2053}, kFloat32, gen), b}};
   auto cpp = compile(gelu_scale_shift);
   auto interpreted = compile(gelu_scale_shift, {FusionBackend::Interpreter});
-  for (const Tensor& in : {small, x, xt}) {
-    const Tensor gi = in.size(1) == 70 ? small.index({0}) : g;
-    const Tensor bi = in.size(1) == 70 ? small.index({1}) : b;
-    cpp(in, gi, bi);
-    const Tensor expected = cpp(in, gi, bi);
-    ASSERT_NE(cpp.backend().find("C++ kernel"), std::string::npos) << cpp.backend();
-    EXPECT_TRUE(close(expected, gelu_scale_shift(in, gi, bi), 1e-6, 1e-6));
-    interpreted(in, gi, bi);
-    const Tensor other = in * 2.0f;
+  for (const Case& c : cases) {
+    cpp(c.x, c.g, c.b);
+    interpreted(c.x, c.g, c.b);
+    const Tensor other = c.x * 2.0f;
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
+      const Tensor expected = cpp(c.x, c.g, c.b);
+      ASSERT_NE(cpp.backend().find("C++ kernel"), std::string::npos) << cpp.backend();
+      EXPECT_TRUE(close(expected, gelu_scale_shift(c.x, c.g, c.b), 1e-6, 1e-6));
       // The allocator hands the result the block another call's result just gave back, so an
       // element the interpreter failed to write would hold that call's value.
-      interpreted(other, gi, bi);
-      const Tensor r = interpreted(in, gi, bi);
+      interpreted(other, c.g, c.b);
+      const Tensor r = interpreted(c.x, c.g, c.b);
       EXPECT_NE(interpreted.backend().find("tile interpreter"), std::string::npos);
       EXPECT_EQ(testing::element_bytes(r), testing::element_bytes(expected))
-          << threads << " threads, " << in.size(0) << " x " << in.size(1) << ", stride "
-          << in.stride(0);
+          << threads << " threads, " << c.x.numel() << " elements, stride " << c.x.stride(0);
     }
     set_num_threads(saved);
   }
