@@ -273,7 +273,7 @@ TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
       [] {
         mse_loss(zeros({2, 3}), zeros({3}));
       },
-      "Target size ([3]) must be the same as input size ([2, 3])"));
+      "Target size (torch.Size([3])) must be the same as input size (torch.Size([2, 3]))"));
 }
 
 // The cases a small tape gets wrong.

@@ -323,7 +323,7 @@ const std::vector<BadInput>& table() {
           "Expected floating point type for target with class probabilities, got Long", true,
           cross_entropy(zeros({2, 5}), zeros({2, 5}, kInt64))),
       BAD("ch06", "mse_loss of two shapes", ValueError,
-          "mse_loss: Target size ([2, 2]) must be the same as input size ([2, 3])", false,
+          "mse_loss: Target size (torch.Size([2, 2])) must be the same as input size (torch.Size([2, 3]))", false,
           mse_loss(zeros({2, 3}), zeros({2, 2}))),
       BAD("ch06", "randint with an empty range", RuntimeError,
           "random_ expects 'from' to be less than 'to', but got from=5 >= to=5", true,

@@ -790,6 +790,28 @@ const std::map<std::string, std::function<void()>>& errors() {
        [] { recomputed_differently(exp, [](const Tensor& x) { return exp(x.to(kFloat64)); }); }},
       {"checkpoint_other_shape",
        [] { recomputed_differently(exp, [](const Tensor& x) { return exp(x.reshape({2, 1})); }); }},
+      {"finfo_int64", [] { finfo(kInt64); }},
+      {"inplace_view_of_leaf", [] { leaf({3}).narrow(0, 0, 2).add_(1); }},
+      {"addcdiv_int64", [] { addcdiv(ones({2}, kInt64), ones({2}, kInt64), ones({2}, kInt64)); }},
+      {"randperm_int32_limit", [] { randperm((int64_t(1) << 31) + 5, kInt32); }},
+      {"randperm_int16_limit", [] { randperm(40000, kInt16); }},
+      {"randperm_int8_limit", [] { randperm(300, kInt8); }},
+      {"randperm_uint8_limit", [] { randperm(300, kUInt8); }},
+      {"linear_int64", [] { nn::Linear(2, 2, true, kInt64); }},
+      {"empty_overflow", [] { empty({int64_t(1) << 40, int64_t(1) << 40}); }},
+      {"zeros_overflow", [] { zeros({int64_t(1) << 32, int64_t(1) << 32, 4}); }},
+      {"arange_overflow", [] { arange(0.0, 1e19, 1.0); }},
+      {"bce_with_logits_shapes", [] { binary_cross_entropy_with_logits(ones({3}), ones({2})); }},
+      {"nll_loss_target_2d", [] { nll_loss(ones({2, 3}), zeros({2, 1}, kInt64)); }},
+      {"scaler_no_inf_checks",
+       [] {
+         // The scaled loss reaches q only; the optimizer steps p, which has no gradient to check.
+         const Tensor p = leaf({2}), q = leaf({2});
+         amp::GradScaler scaler(Device::Type::CPU);
+         scaler.scale((q * 2).sum()).backward();
+         optim::SGD opt({p}, {.lr = 0.1});
+         scaler.step(opt);
+       }},
   };
   return table;
 }

@@ -208,6 +208,19 @@ TEST(Random, RandpermFollowsPyTorchsRules) {
                                         "n cannot be greater than 2049 for Half type."));
   EXPECT_TRUE(throws_with<RuntimeError>([] { randperm(5, kBool); },
                                      "\"randperm\" not implemented for 'Bool'"));
+  // An integer type holds its permutation up to its largest value and refuses one more, rather
+  // than wrapping (PyTorch 2.x's limits: randperm(128, int8) works, randperm(129, int8) fails).
+  for (auto [dt, largest] : {std::pair{kInt8, 127}, {kUInt8, 255}, {kInt16, 32767}}) {
+    std::vector<double> all = randperm(largest + 1, dt, g).to(kFloat64).tolist();
+    std::sort(all.begin(), all.end());
+    EXPECT_EQ(all.front(), 0) << dtype_name(dt);
+    EXPECT_EQ(all.back(), largest) << dtype_name(dt);
+    EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << dtype_name(dt);
+    EXPECT_TRUE(throws_with<RuntimeError>([&] { randperm(largest + 2, dt, g); },
+                                          "without overflow"))
+        << dtype_name(dt);
+  }
+  EXPECT_EQ(randperm(0, kUInt8).numel(), 0);
 }
 
 // A GPU tensor is filled on the CPU with the same stream and copied: the same numbers, on every

@@ -72,9 +72,11 @@ FloatFormat float_format(DType dtype) {
     case DType::BFloat16: return kFormatBFloat16;
     default: break;
   }
-  throw TypeError(std::string("torch.finfo() requires a floating point input type. Use "
-                              "torch.iinfo to handle '") +
-                  dtype_name(dtype) + "'");
+  // PyTorch's text names 'torch.finfo' where one would expect the dtype; it is kept word for
+  // word, so that the message is the one a search finds.
+  throw TypeError(
+      "torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+      "'torch.finfo'");
 }
 
 FInfo finfo(DType dtype) { return float_format(dtype).info(); }

@@ -72,8 +72,9 @@ std::string scalar_str(const Scalar& s) {
   return os.str();
 }
 
-// The C++ type PyTorch's messages name for a dtype's element.
-const char* cpp_type_name(DType dt) {
+}  // namespace
+
+const char* detail::convert_type_name(DType dt) {
   switch (dt) {
     case kInt64: return "int64_t";
     case kInt32: return "int";
@@ -87,6 +88,8 @@ const char* cpp_type_name(DType dt) {
     default: return "float";
   }
 }
+
+namespace {
 
 // A number stored as an element of type T, checked as PyTorch checks a number it stores
 // (c10::checked_convert): an integer or float that T cannot hold is its RuntimeError, never a C++
@@ -207,7 +210,7 @@ Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
   const DType dt = dtype.value_or(s.default_dtype());
   Tensor out = empty({}, dt);
   dispatch_dtype(dt,
-                 [&]<typename T>() { *out.data<T>() = number_to<T>(s, cpp_type_name(dt), true); });
+                 [&]<typename T>() { *out.data<T>() = number_to<T>(s, detail::convert_type_name(dt), true); });
   return out.to(device);
 }
 

@@ -25,10 +25,13 @@ const char* softmax_kernel(const std::string& op, const Tensor& x, int64_t dim) 
   return op == "softmax" ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl";
 }
 
-void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+// PyTorch's ValueError for binary_cross_entropy_with_logits; mse_loss, which PyTorch broadcasts
+// with a warning, refuses here in the same words, prefixed with its name.
+void require_same_shape(const char* prefix, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape())
-    throw ValueError(std::string(op) + ": Target size (" + detail::shape_str(b.shape()) +
-                     ") must be the same as input size (" + detail::shape_str(a.shape()) + ")");
+    throw ValueError(std::string(prefix) + "Target size (" + detail::torch_size_str(b.shape()) +
+                     ") must be the same as input size (" + detail::torch_size_str(a.shape()) +
+                     ")");
 }
 }  // namespace
 
@@ -93,7 +96,7 @@ Tensor mse_loss(const Tensor& input_, const Tensor& target_) {
   const Tensor &input = cast[0], &target = cast[1];
   const detail::AutocastOff inside;
   require_floating("mse_loss", input);
-  require_same_shape("mse_loss", input, target);
+  require_same_shape("mse_loss: ", input, target);
   Tensor out;
   {
     NoGradGuard values_only;
@@ -121,7 +124,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& tar
   const Tensor &logits = cast[0], &target = cast[1];
   const detail::AutocastOff inside;
   require_floating("binary_cross_entropy_with_logits", logits);
-  require_same_shape("binary_cross_entropy_with_logits", logits, target);
+  require_same_shape("", logits, target);
   Tensor out;
   {
     NoGradGuard values_only;
@@ -150,9 +153,14 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
   const Tensor log_probs = detail::autocast(input, detail::kAutocastFloat32);
   const detail::AutocastOff inside;
   require_floating("nll_loss", log_probs);
+  // PyTorch's checks in its order; then the library's own limit (PyTorch also takes one sample
+  // of shape (C,), and (N, C, d1, ...) with targets (N, d1, ...)).
+  if (log_probs.dim() == 0) throw ValueError("Expected 1 or more dimensions (got 0)");
   if (log_probs.dim() == 2 && target.dim() >= 1 && target.size(0) != log_probs.size(0))
     throw ValueError("Expected input batch_size (" + std::to_string(log_probs.size(0)) +
                      ") to match target batch_size (" + std::to_string(target.size(0)) + ").");
+  if (log_probs.dim() <= 2 && target.dim() > 1)
+    throw RuntimeError("0D or 1D target tensor expected, multi-target not supported");
   if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))
     throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
                      detail::shape_str(log_probs.shape()) + " and " +

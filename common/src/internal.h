@@ -332,6 +332,10 @@ inline bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }
 
+/// The C++ type PyTorch's "value cannot be converted to type <type> without overflow" names for
+/// a dtype's element (c10::checked_convert): "int8_t", "int" for int32, "c10::Half".
+const char* convert_type_name(DType dt);
+
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.
 std::string shape_str(const Shape& shape);
 

@@ -203,9 +203,7 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias, DType dtype, Generator& 
     throw RuntimeError("Trying to create tensor with negative dimension " +
                        std::to_string(std::min(in, out)) + ": [" + std::to_string(out) + ", " +
                        std::to_string(in) + "]");
-  if (!is_floating(dtype))
-    throw TypeError(std::string("nn.Linear: parameters must be floating point, got ") +
-                    dtype_name(dtype));
+  // An integer dtype fails where PyTorch's does: making the weight a Parameter.
   weight = Parameter(empty({out, in}, dtype));
   register_parameter("weight", &weight);
   if (with_bias) bias = Parameter(empty({out}, dtype));

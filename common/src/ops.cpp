@@ -194,7 +194,7 @@ Tensor addcmul(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value
 Tensor addcdiv(const Tensor& a, const Tensor& t1, const Tensor& t2, Scalar value) {
   if (!is_floating(t1.dtype()) && !is_floating(t2.dtype()))
     throw RuntimeError(
-        "Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+        "Integer division with addcdiv is no longer supported, and in a future  release addcdiv "
         "will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
         "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for "
         "integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "

@@ -464,8 +464,13 @@ Tensor randperm(int64_t n, DType dtype, Generator& gen) {
     throw RuntimeError("n cannot be greater than 2049 for Half type.");
   if (dtype == kFloat32 && n > (int64_t(1) << 24) + 1)
     throw RuntimeError("n cannot be greater than 2^24+1 for Float type.");
-  if (dtype == kInt32 && n - 1 > std::numeric_limits<int32_t>::max())
-    throw RuntimeError("n is too large for result tensor type: 'CPUIntType'");
+  // An integer dtype must hold n - 1, or the values would wrap: PyTorch 2.x checks it as it
+  // checks any number it stores (1.13 said "n is too large for result tensor type" for int32).
+  if (n > 0 && dtype != kBool && !is_floating(dtype))
+    dispatch_dtype(dtype, [&]<typename T>() {
+      if constexpr (std::is_integral_v<T>)
+        truncate_checked<T>(static_cast<double>(n - 1), detail::convert_type_name(dtype));
+    });
   // PyTorch fills bfloat16 past its exact integers (257 becomes 256) without a word; the
   // library refuses that, in the words of the Half check.
   if (dtype == kBFloat16 && n > (int64_t(1) << 8) + 1)

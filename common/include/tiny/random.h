@@ -99,8 +99,9 @@ Tensor randn(const Shape& shape, DType dtype = kFloat32, Generator& gen = defaul
 Tensor randint(int64_t high, const Shape& shape, Generator& gen = default_generator());
 /// Integers in [low, high) (torch.randint(low, high, shape)).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
-/// A random permutation of 0, ..., n - 1 (torch.randperm): int64 by default; int32 and the
-/// float types as PyTorch allows them, each up to the n its values hold exactly.
+/// A random permutation of 0, ..., n - 1 (torch.randperm): int64 by default; the other integer
+/// and float types as PyTorch allows them, each up to the n whose values it holds exactly
+/// (RuntimeError beyond: "value cannot be converted to type int8_t without overflow").
 Tensor randperm(int64_t n, DType dtype = kInt64, Generator& gen = default_generator());
 
 }  // namespace tiny
