@@ -825,14 +825,26 @@ std::string run_errors(const std::string& input) {
   });
 }
 
-// einops: "<kind> <shape> <pattern with _ for spaces> [<reduction>] [name=size ...]".
+// einops: "<kind> <shape> <pattern with _ for spaces> [<reduction>] [name=size ...]", or
+// "einsum <shape>,<shape>... <pattern>" (einsum's errors come from einops and from torch.einsum,
+// each with its own class).
 std::string run_einops(const std::string& input) {
   std::vector<std::string> w = split(input, ' ');
-  const Shape shape = shape_of(w[1]);
   std::string pattern = w[2];
   for (char& c : pattern)
     if (c == '_') c = ' ';
   if (pattern == " ") pattern.clear();
+  if (w[0] == "einsum")
+    return answer([&] {
+      std::vector<Tensor> xs;
+      for (const std::string& s : split(w[1], ',')) {
+        const Shape shape = shape_of(s);
+        xs.push_back(arange(shape_numel(shape), kFloat32).view(shape) / 4 + 1);
+      }
+      const Tensor r = einsum(xs, pattern);
+      return (r.dim() ? join(r.shape(), 'x') : std::string("-")) + " " + values_of(r);
+    });
+  const Shape shape = shape_of(w[1]);
   size_t next = 3;
   std::string reduction;
   if (w[0] == "reduce") reduction = w[next++];
@@ -1254,7 +1266,7 @@ const std::vector<Area>& areas() {
       {"views", "views: chains of view ops, their strides, offsets, contiguity and errors",
        run_views},
       {"nodes", "autograd node names: every op, every matmul rank pair", run_nodes},
-      {"einops", "einops: rearrange and reduce patterns, and the errors", run_einops},
+      {"einops", "einops: rearrange, reduce and einsum patterns, and the errors", run_einops},
       {"errors", "errors: bad calls across the library, exception class and message", run_errors},
       {"arithmetic", "arithmetic bit for bit: unary, binary and scalar ops, conversions",
        run_arithmetic},

@@ -37,6 +37,7 @@ inline std::string python_exception_name(const std::exception& e) {
   if (dynamic_cast<const AssertionError*>(&e)) return "AssertionError";
   if (dynamic_cast<const NotImplementedError*>(&e)) return "NotImplementedError";
   if (dynamic_cast<const CheckpointError*>(&e)) return "CheckpointError";
+  if (dynamic_cast<const EinopsError*>(&e)) return "EinopsError";
   if (dynamic_cast<const IndexError*>(&e)) return "IndexError";
   if (dynamic_cast<const KeyError*>(&e)) return "KeyError";
   if (dynamic_cast<const ValueError*>(&e)) return "ValueError";

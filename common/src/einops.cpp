@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -403,7 +404,7 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
   } catch (const PatternError& e) {
     // einops' own wording: rearrange is its reduction "rearrange", and reduce names the
     // reduction it was asked for ("sum-reduction pattern").
-    throw RuntimeError(" Error while processing " +
+    throw EinopsError(" Error while processing " +
                        (is_reduce ? reduction : std::string("rearrange")) +
                        "-reduction pattern \"" + pattern +
                        "\".\n Input tensor shape: " + detail::torch_size_str(x.shape()) +
@@ -507,44 +508,117 @@ Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& re
   return rearrange_reduce(x, pattern, reduction, sizes);
 }
 
-// A group einsum takes: one name or the ellipsis, not a composition, a 1 or another number.
-static bool plain_axis(const std::vector<std::string>& g) {
-  return g.size() == 1 && !merges_ellipsis(g) && !anonymous_length(g[0]);
+// einops.einsum in two steps, each with its checks in its own words. First einops turns the
+// pattern into torch.einsum's one-letter subscripts ("batch i, i -> batch" becomes "ab,b->a"),
+// letters given in order of first appearance; it refuses what einsum cannot do (a composition,
+// a 1 or another number) and an output axis no input has (EinopsError). Then torch.einsum
+// checks the operands against the subscripts (RuntimeError, naming the letters).
+namespace {
+
+std::map<std::string, char> einsum_letters(const std::string& pattern,
+                                           const std::vector<Groups>& inputs,
+                                           const Groups& output) {
+  auto check = [](const std::vector<std::string>& g) {
+    if (g.empty()) throw NotImplementedError("Singleton () axes are not yet supported in einsum.");
+    if (g.size() > 1 || merges_ellipsis(g))
+      throw NotImplementedError("Shape rearrangement is not yet supported in einsum.");
+    if (anonymous_length(g[0]))
+      throw NotImplementedError("Anonymous axes are not yet supported in einsum.");
+  };
+  const std::string letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  std::map<std::string, char> letter;
+  for (const Groups& side : inputs)
+    for (const auto& g : side) {
+      if (g.size() == 1 && g[0] == kEllipsis) continue;
+      check(g);
+      if (letter.count(g[0])) continue;
+      if (letter.size() == letters.size()) throw RuntimeError("Too many axes in einsum.");
+      letter.emplace(g[0], letters[letter.size()]);
+    }
+  for (const auto& g : output) {
+    if (g.size() == 1 && g[0] == kEllipsis) continue;
+    check(g);
+    if (!letter.count(g[0]))
+      throw EinopsError("Unknown axis " + g[0] + " on right side of einsum " + pattern + ".");
+  }
+  return letter;
 }
 
+void check_einsum_operands(const std::vector<Tensor>& operands, const std::vector<Groups>& inputs,
+                           const std::map<std::string, char>& letter) {
+  if (operands.size() < inputs.size())
+    throw RuntimeError("einsum(): fewer operands were provided than specified in the equation");
+  if (operands.size() > inputs.size())
+    throw RuntimeError("einsum(): more operands were provided than specified in the equation");
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const int64_t named =
+        static_cast<int64_t>(inputs[k].size()) - (has_ellipsis(inputs[k]) ? 1 : 0);
+    const std::string counts = "einsum(): the number of subscripts in the equation (" +
+                               std::to_string(named) + ") ";
+    const std::string dims = "the number of dimensions (" + std::to_string(operands[k].dim()) +
+                             ") for operand " + std::to_string(k);
+    if (has_ellipsis(inputs[k]) && operands[k].dim() < named)
+      throw RuntimeError(counts + "is more than " + dims);
+    if (!has_ellipsis(inputs[k]) && operands[k].dim() != named)
+      throw RuntimeError(counts + "does not match " + dims + " and no ellipsis was given");
+  }
+  // Sizes: an axis of size 1 broadcasts; any two other sizes of one axis must agree.
+  std::map<std::string, int64_t> seen;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    const Tensor& x = operands[k];
+    const Groups& side = inputs[k];
+    const size_t dots = static_cast<size_t>(
+        std::find(side.begin(), side.end(), std::vector<std::string>{kEllipsis}) - side.begin());
+    for (size_t i = 0; i < side.size(); ++i) {
+      if (i == dots) continue;
+      // Groups after the ellipsis count from the operand's last dimension.
+      const int64_t d = i < dots ? static_cast<int64_t>(i)
+                                 : x.dim() - static_cast<int64_t>(side.size() - i);
+      const int64_t s = x.size(d);
+      int64_t& before = seen.try_emplace(side[i][0], 1).first->second;
+      if (before == 1) before = s;
+      else if (s != 1 && s != before)
+        throw RuntimeError(std::string("einsum(): subscript ") + letter.at(side[i][0]) +
+                           " has size " + std::to_string(s) + " for operand " +
+                           std::to_string(k) + " which does not broadcast with previously seen size " +
+                           std::to_string(before));
+    }
+  }
+}
+
+}  // namespace
+
 Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
+  // einops splits at "->" and unpacks two sides, with Python's own message for more.
+  const size_t arrow = pattern.find("->");
+  if (arrow == std::string::npos) throw ValueError("Einsum pattern must contain '->'.");
+  if (pattern.find("->", arrow + 2) != std::string::npos)
+    throw ValueError("too many values to unpack (expected 2)");
+  std::vector<Groups> inputs;
+  Groups output;
   try {
-    const auto [lhs, rhs] = split_arrow(pattern);
-    std::vector<Groups> inputs;
+    const std::string lhs = pattern.substr(0, arrow), rhs = pattern.substr(arrow + 2);
     for (size_t start = 0;;) {
       const size_t comma = lhs.find(',', start);
       inputs.push_back(parse_side(lhs.substr(start, comma - start)));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-    Groups output = parse_side(rhs);
-    if (inputs.size() != operands.size())
-      throw PatternError{"The pattern names " + std::to_string(inputs.size()) + " operands, but " +
-                         std::to_string(operands.size()) + " were given"};
+    output = parse_side(rhs);
+  } catch (const PatternError& e) {
+    throw EinopsError(e.message);
+  }
+  check_einsum_operands(operands, inputs, einsum_letters(pattern, inputs, output));
+  {
     // Each operand's axis names, its ellipsis expanded so that ellipses align at the right.
     int64_t ellipsis_dims = 0;
     std::vector<int64_t> own(operands.size(), 0);
     for (size_t k = 0; k < operands.size(); ++k) {
-      for (const auto& g : inputs[k])
-        if (!plain_axis(g))
-          throw PatternError{"einsum does not take parentheses or numbers in its pattern"};
       const int64_t named =
           static_cast<int64_t>(inputs[k].size()) - (has_ellipsis(inputs[k]) ? 1 : 0);
-      if (has_ellipsis(inputs[k]) ? operands[k].dim() < named : operands[k].dim() != named)
-        throw PatternError{"operand " + std::to_string(k) + " has " +
-                           std::to_string(operands[k].dim()) + " dims, but its pattern names " +
-                           std::to_string(named)};
       own[k] = operands[k].dim() - named;
       ellipsis_dims = std::max(ellipsis_dims, own[k]);
     }
-    for (const auto& g : output)
-      if (!plain_axis(g))
-        throw PatternError{"einsum does not take parentheses or numbers in its pattern"};
     std::vector<Named> named;
     for (size_t k = 0; k < operands.size(); ++k) {
       Groups g = expand_ellipsis(inputs[k], own[k]);
@@ -558,11 +632,6 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
       named.push_back({operands[k], axes});
     }
     std::vector<std::string> out_axes = names_of(expand_ellipsis(output, ellipsis_dims));
-    for (const auto& n : out_axes) {
-      bool found = false;
-      for (const auto& x : named) found |= std::count(x.axes.begin(), x.axes.end(), n) > 0;
-      if (!found) throw PatternError{"output axis '" + n + "' appears in no input"};
-    }
     // Multiply left to right, keeping the axes that the output or a later operand needs.
     Named acc = named[0];
     for (size_t k = 1; k < named.size(); ++k) {
@@ -576,8 +645,6 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
     for (const auto& n : out_axes)
       order.push_back(std::find(acc.axes.begin(), acc.axes.end(), n) - acc.axes.begin());
     return acc.t.permute(order);
-  } catch (const PatternError& e) {
-    throw RuntimeError("Error while processing einsum pattern \"" + pattern + "\".\n " + e.message);
   }
 }
 

@@ -7,7 +7,7 @@
 /// reduce or einsum is summed (or averaged, maxed, minned or multiplied) away. "1" or "()" is a
 /// dimension of length 1; reduce also takes other numbers on the left, as axes of that length
 /// ("(h 2) w -> h w" pools pairs of rows). Patterns are read and refused as einops 0.8 reads
-/// them, with its messages.
+/// them, with its messages: EinopsError (a RuntimeError) for a pattern einops refuses.
 #pragma once
 #include <map>
 #include <string>
@@ -28,6 +28,10 @@ Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& re
               const AxisSizes& sizes = {});
 /// Multiplies and sums over named dimensions:
 /// einsum({q, k}, "batch query dim, batch key dim -> batch query key").
+/// As in einops.einsum, each name is one dimension: parentheses, "1", "()" and numbers raise
+/// NotImplementedError, an output name no input has EinopsError, a pattern without "->"
+/// ValueError; operands that do not fit the pattern raise torch.einsum's RuntimeError, which
+/// names an axis by the letter einops gives it (a, b, c, ... in order of first appearance).
 Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern);
 /// einsum of one tensor.
 inline Tensor einsum(const Tensor& a, const std::string& pattern) {

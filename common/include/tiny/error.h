@@ -71,6 +71,13 @@ class CheckpointError : public RuntimeError {
   using RuntimeError::RuntimeError;  ///< constructed from the message, like Error
 };
 
+/// einops' `EinopsError`, a RuntimeError (in einops too): a rearrange, reduce or einsum pattern
+/// that einops refuses, in einops' words.
+class EinopsError : public RuntimeError {
+ public:
+  using RuntimeError::RuntimeError;  ///< constructed from the message, like Error
+};
+
 /// What a starter copy throws where an exercise's solution was removed; its what() is
 /// "not implemented: <exercise>", the words scripts/grade.py looks for.
 class ExerciseNotImplemented : public NotImplementedError {
