@@ -210,7 +210,9 @@ TEST(Random, RandpermFollowsPyTorchsRules) {
                                      "\"randperm\" not implemented for 'Bool'"));
   // An integer type holds its permutation up to its largest value and refuses one more, rather
   // than wrapping (PyTorch 2.x's limits: randperm(128, int8) works, randperm(129, int8) fails).
-  for (auto [dt, largest] : {std::pair{kInt8, 127}, {kUInt8, 255}, {kInt16, 32767}}) {
+  for (const auto& limit : {std::pair{kInt8, 127}, {kUInt8, 255}, {kInt16, 32767}}) {
+    const DType dt = limit.first;  // plain variables: clang cannot capture structured bindings
+    const int largest = limit.second;
     std::vector<double> all = randperm(largest + 1, dt, g).to(kFloat64).tolist();
     std::sort(all.begin(), all.end());
     EXPECT_EQ(all.front(), 0) << dtype_name(dt);
