@@ -729,6 +729,66 @@ const std::map<std::string, std::function<void()>>& errors() {
          Tensor t = empty({3});
          uniform_(t, 2, 1);
        }},
+      {"uniform_from_nan",
+       [] {
+         Tensor t = empty({3});
+         uniform_(t, std::nan(""), 1);
+       }},
+      {"uniform_to_inf",
+       [] {
+         Tensor t = empty({3});
+         uniform_(t, 0, std::numeric_limits<double>::infinity());
+       }},
+      {"uniform_to_past_half",
+       [] {
+         Tensor t = empty({3}, kFloat16);
+         uniform_(t, 0, 70000);
+       }},
+      {"uniform_to_past_bfloat16",
+       [] {
+         Tensor t = empty({3}, kBFloat16);
+         uniform_(t, 0, 3.4e38);
+       }},
+      {"uniform_width_past_half",
+       [] {
+         Tensor t = empty({3}, kFloat16);
+         uniform_(t, -60000, 60000);
+       }},
+      {"uniform_width_past_double",
+       [] {
+         Tensor t = empty({3}, kFloat64);
+         uniform_(t, -1e308, 1e308);
+       }},
+      {"uniform_int64_empty",
+       [] {
+         Tensor t = empty({0}, kInt64);
+         uniform_(t);
+       }},
+      {"trunc_normal_std_zero",
+       [] {
+         Tensor t = empty({3});
+         init::trunc_normal_(t, 0, 0);
+       }},
+      {"trunc_normal_reversed",
+       [] {
+         Tensor t = empty({3});
+         init::trunc_normal_(t, 0, 1, 2, -2);
+       }},
+      {"trunc_normal_int64",
+       [] {
+         Tensor t = empty({3}, kInt64);
+         init::trunc_normal_(t);
+       }},
+      {"trunc_normal_int64_tail",
+       [] {
+         Tensor t = empty({3}, kInt64);
+         init::trunc_normal_(t, 0, 1, 1, 3);
+       }},
+      {"trunc_normal_tail_to_inf",
+       [] {
+         Tensor t = empty({3});
+         init::trunc_normal_(t, 0, 1, 5, std::numeric_limits<double>::infinity());
+       }},
       {"randperm_half_limit", [] { randperm(2050, kFloat16); }},
       {"randperm_float_limit", [] { randperm((int64_t(1) << 24) + 2, kFloat32); }},
       {"out_requires_grad", [] { add_out(empty({2}), leaf({2}), ones({2})); }},

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "test_util.h"
+#include "tiny/init.h"
 
 using namespace tiny;
 using namespace tiny::testing;
@@ -301,11 +302,8 @@ const std::map<std::string, std::string> kNotImplemented = {
     {"torch.mm(a, torch.ones(3, 2))",
      "no torch.mm in tiny: matmul covers it (MmBackward0, checked)"},
     {"torch.bmm(b, torch.ones(4, 3, 5))", "no torch.bmm in tiny"},
-    {"torch.nn.Linear(3, 2)(a)", "no nn.Linear in tiny"},
-    {"torch.nn.Linear(3, 2)(b)", "no nn.Linear in tiny"},
     {"F.layer_norm(a, (3,))", "no layer_norm in tiny"},
     {"F.embedding(torch.tensor([0, 1]), a)", "no embedding in tiny"},
-    {"a.t()", "no Tensor::t() in tiny (T() is checked: PermuteBackward0)"},
     {"torch.cat([a, a])", "no cat in tiny"},
     {"torch.stack([a, a])", "no stack in tiny"},
     {"a.masked_fill(a > 0, 0.0)", "no masked_fill in tiny"},
@@ -314,13 +312,6 @@ const std::map<std::string, std::string> kNotImplemented = {
     {"repr(finfo(float32))", "tiny's FInfo has no printed form"},
     {"repr(finfo(float16))", "tiny's FInfo has no printed form"},
     {"repr(finfo(bfloat16))", "tiny's FInfo has no printed form"},
-    // 9. trunc_normal_
-    {"trunc_normal_ defaults (mean, std, a, b)", "no nn.init.trunc_normal_ in tiny"},
-    {"trunc_normal_(w) is w", "no nn.init.trunc_normal_ in tiny"},
-    {"trunc_normal_(w, std=10.0, a=-0.5, b=0.5); w.abs().max().item() <= 0.5",
-     "no nn.init.trunc_normal_ in tiny"},
-    {"trunc_normal_(w, mean=10.0) warns",
-     "no nn.init.trunc_normal_ in tiny (and tiny never warns)"},
     // 10.
     {"F.gelu(torch.tensor(1.0), approximate='tanh').item()",
      "tiny's gelu has only the exact (erf) form"},
@@ -335,6 +326,7 @@ const std::map<std::string, std::string> kChangedInTorch2 = {
     {"torch.ones(3).item()", "RuntimeError: a Tensor with 3 elements cannot be converted to Scalar"},
     {"a.reshape(6)", "ViewBackward0"},
     {"a.flatten()", "ViewBackward0"},
+    {"torch.nn.Linear(3, 2)(b)", "UnsafeViewBackward0"},
 };
 
 // Runs `check` on every fact of section `n` that `mine` accepts (all of them by default; another
@@ -542,6 +534,9 @@ TEST(PyTorchFacts, GradFnNames) {
        [&] {
          return matmul(b, ones({4, 3, 5}));
        }},
+      {"torch.nn.Linear(3, 2)(a)", [&] { return nn::Linear(3, 2)(a); }},
+      {"torch.nn.Linear(3, 2)(b)", [&] { return nn::Linear(3, 2)(b); }},
+      {"a.t()", [&] { return a.t(); }},
       {"a + 1", [&] { return a + 1; }},
       {"a + a", [&] { return a + a; }},
       {"a - 1", [&] { return a - 1; }},
@@ -785,8 +780,45 @@ TEST(PyTorchFacts, AccumulatingSmallSteps) {
 // ---- 9. nn.init.trunc_normal_ -------------------------------------------------------------------
 
 TEST(PyTorchFacts, TruncNormal) {
-  // tiny has no trunc_normal_: every fact of the section is in kNotImplemented; a new one fails.
-  check_section(9, [](const Fact&) { return false; });
+  const std::map<std::string, std::function<Value()>> table = {
+      {"trunc_normal_ defaults (mean, std, a, b)",
+       [] {
+         // The defaults, seen through what they draw: the same numbers as the explicit call.
+         Tensor implicit = empty({64}), explicit_ = empty({64});
+         Generator g1(7), g2(7);
+         init::trunc_normal_(implicit, 0, 1, -2, 2, g1);
+         init::trunc_normal_(explicit_, 0.0, 1.0, -2.0, 2.0, g2);
+         manual_seed(7);
+         Tensor with_defaults = empty({64});
+         init::trunc_normal_(with_defaults);
+         if (!equal(with_defaults, explicit_) || !equal(implicit, explicit_)) return Value::none();
+         return Value::list({Value::number(0), Value::number(1), Value::number(-2),
+                             Value::number(2)});
+       }},
+      {"trunc_normal_(w) is w",
+       [] {
+         Tensor w = empty({3, 5});
+         return Value::boolean(&init::trunc_normal_(w) == &w);
+       }},
+      {"trunc_normal_(w, std=10.0, a=-0.5, b=0.5); w.abs().max().item() <= 0.5",
+       [] {
+         Tensor w = empty({3, 5});
+         init::trunc_normal_(w, 0, 10.0, -0.5, 0.5);
+         return Value::boolean(w.abs().max().item() <= 0.5);
+       }},
+      {"trunc_normal_(w, mean=10.0) warns",
+       [] {
+         Tensor w = empty({3, 5});
+         ::testing::internal::CaptureStderr();
+         init::trunc_normal_(w, 10.0);
+         std::string text = ::testing::internal::GetCapturedStderr();
+         const std::string prefix = "UserWarning: ";
+         if (text.rfind(prefix, 0) == 0) text = text.substr(prefix.size());
+         while (!text.empty() && text.back() == '\n') text.pop_back();
+         return Value::str(text);
+       }},
+  };
+  check_section(9, [&](const Fact& f) { return check_value(table, f); });
 }
 
 // ---- 10. printing, promotion, losses, seeds, autocast, napkin arithmetic ------------------------

@@ -42,6 +42,7 @@ inline std::string python_exception_name(const std::exception& e) {
   if (dynamic_cast<const KeyError*>(&e)) return "KeyError";
   if (dynamic_cast<const ValueError*>(&e)) return "ValueError";
   if (dynamic_cast<const TypeError*>(&e)) return "TypeError";
+  if (dynamic_cast<const ZeroDivisionError*>(&e)) return "ZeroDivisionError";
   if (dynamic_cast<const RuntimeError*>(&e)) return "RuntimeError";
   if (dynamic_cast<const Error*>(&e)) return "Error";
   return "std::exception";

@@ -1,88 +1,51 @@
-// init.cpp: torch.nn.init, step for step (PyTorch 1.13's torch/nn/init.py), on top of random.h's
-// uniform_ and normal_. The one piece of arithmetic of its own is trunc_normal_'s erfinv, which
-// follows PyTorch's CPU calc_erfinv (aten/src/ATen/native/Math.h) so the bits agree.
+// init.cpp: torch.nn.init, step for step (PyTorch 2.x's torch/nn/init.py), on top of random.h's
+// uniform_ and normal_ and the library's tensor ops, so that the bits agree with PyTorch's.
 #include "tiny/init.h"
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
-#include <limits>
-#include <numbers>
-#include <sstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tiny/autograd.h"  // NoGradGuard
 #include "tiny/error.h"
+#include "tiny/ops.h"
 
-#include "mul_add.h"  // detail::mul_add: a * b + c, fused or not, as PyTorch's kernels do it
 
 namespace tiny::init {
 
 namespace {
 
-std::string number_str(double x) {  // as PyTorch's messages print a double (6 digits)
-  std::ostringstream s;
-  s << x;
-  return s.str();
-}
-
 void warn(const std::string& message) { std::cerr << "UserWarning: " << message << "\n"; }
 
-// ---- erfinv, as PyTorch's CPU computes it -----------------------------------------------------
-//
-// A rational approximation (Pavlis's translation of the MATLAB erfinv, the coefficients below)
-// on |y| <= 0.7 and another beyond, then two Newton steps on erf(x) = y. PyTorch's AVX2 build
-// fuses every `p * z + c` of the polynomials into one FMA; its default build rounds twice.
-// Matching that is what makes the result bit-exact (checked against torch on 200,000 inputs
-// each for float32 and float64, both builds).
-
-template <bool kFused, typename M> M erfinv(M y) {
-  constexpr M a0 = M(0.886226899), a1 = M(-1.645349621), a2 = M(0.914624893), a3 = M(-0.140543331);
-  constexpr M b0 = M(-2.118377725), b1 = M(1.442710462), b2 = M(-0.329097515), b3 = M(0.012229801);
-  constexpr M c0 = M(-1.970840454), c1 = M(-1.624906493), c2 = M(3.429567803), c3 = M(1.641345311);
-  constexpr M d0 = M(3.543889200), d1 = M(1.637067800);
-  const M y_abs = std::fabs(y);
-  if (y_abs > M(1)) return std::numeric_limits<M>::quiet_NaN();
-  if (y_abs == M(1)) return std::copysign(std::numeric_limits<M>::infinity(), y);
-  M x;
-  if (y_abs <= M(0.7)) {  // the central range: a ratio of polynomials in y^2
-    const M z = y * y;
-    const M num = detail::mul_add<kFused>(
-        detail::mul_add<kFused>(detail::mul_add<kFused>(a3, z, a2), z, a1), z, a0);
-    const M dem = detail::mul_add<kFused>(
-        detail::mul_add<kFused>(detail::mul_add<kFused>(detail::mul_add<kFused>(b3, z, b2), z, b1),
-                                z, b0),
-        z, M(1));
-    x = y * num / dem;
-  } else {  // the tails: a ratio of polynomials in sqrt(-log((1 - |y|) / 2))
-    const M z = std::sqrt(-std::log((M(1) - y_abs) / M(2)));
-    const M num = detail::mul_add<kFused>(
-        detail::mul_add<kFused>(detail::mul_add<kFused>(c3, z, c2), z, c1), z, c0);
-    const M dem = detail::mul_add<kFused>(detail::mul_add<kFused>(d1, z, d0), z, M(1));
-    x = std::copysign(num, y) / dem;
+// Whether t's elements fill a block of memory without gaps or overlaps, in some order of its
+// dimensions (PyTorch's is_non_overlapping_and_dense): sorted by stride, each dimension's
+// stride is the product of the sizes inside it. Dimensions of size 1 do not count.
+bool dense(const Tensor& t) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](int64_t x, int64_t y) { return t.stride(x) < t.stride(y); });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
   }
-  // Newton: x -= (erf(x) - y) / erf'(x), with erf'(x) = 2 / sqrt(pi) * exp(-x^2).
-  const M two_over_sqrt_pi = M(2) / static_cast<M>(std::sqrt(std::numbers::pi));
-  x = x - (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
-  x = x - (std::erf(x) - y) / (two_over_sqrt_pi * std::exp(-x * x));
-  return x;
+  return true;
 }
 
-// trunc_normal_'s steps after the uniform draw, on a contiguous CPU tensor of T: erfinv_,
-// mul_(scale), add_(mean), clamp_(lo, hi), each rounding to T. PyTorch turns each number into a
-// T first, then computes in float for the 16-bit types.
-template <bool kFused, typename T>
-void erfinv_scale_shift_clamp(T* p, int64_t n, double scale, double mean, double lo, double hi) {
-  using M = opmath_t<T>;
-  const M s = static_cast<M>(T(static_cast<M>(scale))), m = static_cast<M>(T(static_cast<M>(mean)));
-  const M l = static_cast<M>(T(static_cast<M>(lo))), h = static_cast<M>(T(static_cast<M>(hi)));
-  for (int64_t i = 0; i < n; ++i) {
-    T v = T(erfinv<kFused>(static_cast<M>(p[i])));
-    v = T(detail::rounded_product(static_cast<M>(v), s));  // mul_ and add_ are separate kernels
-    v = T(static_cast<M>(v) + m);
-    p[i] = T(std::min(std::max(static_cast<M>(v), l), h));
-  }
+// A new CPU tensor with t's dtype and shape, and t's strides where t is dense (torch.empty_like;
+// contiguous otherwise): a random fill then visits its elements in the order it visits t's.
+Tensor empty_like(const Tensor& t) {
+  if (!dense(t)) return empty(t.shape(), t.dtype());
+  auto storage = std::make_shared<Storage>(t.numel() * t.element_size(), Device::cpu());
+  return Tensor(storage, t.dtype(), t.shape(), t.strides(), 0);
 }
+
+// x rounded to dtype d and read back as a double (`t.new_tensor(x).item()`).
+double round_to(DType d, double x) { return full({}, x, d).item(); }
 
 }  // namespace
 
@@ -156,35 +119,57 @@ Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, std::string_view non
 }
 
 Tensor& trunc_normal_(Tensor& t, double mean, double std, double a, double b, Generator& gen) {
-  if (!is_floating(t.dtype()))  // PyTorch fails in its first step, uniform_
-    throw not_implemented_for("check_uniform_bounds", t.dtype());
-  if (t.dtype() == kFloat16)  // ... or in its second, on the CPU (raised here before any draw)
-    throw not_implemented_for("erfinv_vml_cpu", kFloat16);
-  if (!(std > 0))
-    throw RuntimeError("trunc_normal_ expects std > 0, but found std=" + number_str(std));
-  if (!(a < b))
-    throw RuntimeError("trunc_normal_ expects a < b, but found a=" + number_str(a) +
-                       " and b=" + number_str(b));
+  // The probability mass inside [a, b] picks the method. PyTorch computes it in Python, where
+  // std = 0 is a division by zero (after the warning).
+  auto cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
   if (mean < a - 2 * std || mean > b + 2 * std)
     warn(
         "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
         "values may be incorrect.");
+  if (std == 0) throw ZeroDivisionError("float division by zero");
+  const double p = cdf((b - mean) / std) - cdf((a - mean) / std);
   NoGradGuard no_grad;
-  // Uniform between the normal CDF at a and at b, mapped to [2 cdf(a) - 1, 2 cdf(b) - 1], where
-  // erfinv(v) * sqrt(2) is the inverse CDF: cdf(x) = (1 + erf(x / sqrt(2))) / 2.
-  auto cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
-  const double lo = cdf((a - mean) / std), hi = cdf((b - mean) / std);
-  tiny::uniform_(t, 2 * lo - 1, 2 * hi - 1, gen);
-  // The remaining steps are elementwise, so any order will do: a contiguous CPU copy when t is
-  // not one already, written back at the end.
-  Tensor work = t.device().is_cpu() && t.is_contiguous() ? t : t.cpu().contiguous();
-  const bool fused = cpu_capability() == CpuCapability::Avx2;
-  const double scale = std * std::sqrt(2.0);
-  dispatch_floating(work.dtype(), "erfinv_vml_cpu", [&]<typename T>() {
-    T* p = static_cast<T*>(work.data_ptr());
-    if (fused) erfinv_scale_shift_clamp<true, T>(p, work.numel(), scale, mean, a, b);
-    else erfinv_scale_shift_clamp<false, T>(p, work.numel(), scale, mean, a, b);
-  });
+  // Every step below is one of PyTorch's tensor ops, so each rounds to t's dtype as PyTorch's
+  // does; a tensor on a GPU is worked on as a CPU copy with its layout, so it gets the numbers a
+  // CPU tensor would, as the other fills do.
+  Tensor work = t.device().is_cpu() ? t : t.cpu();
+  auto any = [](const Tensor& mask) { return mask.sum().item() != 0; };
+  if (p > 0.3) {
+    // Most of the normal lies inside: draw normals and redraw, for the whole tensor at once,
+    // until none is outside. The bounds are first rounded to t's dtype, so that the test agrees
+    // with the values t can hold.
+    const double lo = round_to(work.dtype(), a), hi = round_to(work.dtype(), b);
+    Tensor result = tiny::normal_(work, mean, std, gen);
+    for (;;) {
+      const Tensor outside = (result < lo) != (result > hi);  // one of them, never both
+      if (!any(outside)) break;
+      Tensor fresh = empty_like(result);
+      result = where(outside, tiny::normal_(fresh, mean, std, gen), result);
+    }
+    if (!result.shares_storage_with(work)) work.copy_(result);
+  } else {
+    // Little of it does (narrow bounds, or bounds out in a tail): uniform candidates in [a, b],
+    // each accepted with probability pdf(x) / pdf(mode), the mode being the highest point of
+    // the density inside [a, b]; the test is log(u) <= log pdf(x) - log pdf(mode), and the
+    // elements not yet accepted draw again, whole tensors at a time.
+    const double mode = std::max(a, std::min(mean, b));
+    const double log_peak = -0.5 * ((mode - mean) / std) * ((mode - mean) / std);
+    Tensor candidates = empty_like(work), accept = empty_like(work);
+    auto log_density = [&](Tensor& x) -> Tensor& {
+      return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak);
+    };
+    tiny::uniform_(work, a, b, gen);
+    candidates.copy_(work);
+    Tensor pending = tiny::uniform_(accept, 0, 1, gen).log_() > log_density(candidates);
+    Tensor result = work;
+    while (any(pending)) {
+      tiny::uniform_(candidates, a, b, gen);
+      result = where(pending, candidates, result);
+      pending = where(pending, tiny::uniform_(accept, 0, 1, gen).log_() > log_density(candidates),
+                      pending);
+    }
+    if (!result.shares_storage_with(work)) work.copy_(result);
+  }
   if (!work.shares_storage_with(t)) t.copy_(work);
   return t;
 }

@@ -3,9 +3,9 @@
 //
 // PyTorch's AVX2 build is compiled so that the compiler fuses a multiply and the add that uses
 // it into one FMA instruction, rounded once; its default build (plain x86-64, no FMA) rounds
-// twice. Where the library must give PyTorch's bits (random numbers, erfinv, optimizer steps),
+// twice. Where the library must give PyTorch's bits (random numbers, optimizer steps),
 // it says which it wants instead of leaving it to the compiler: mul_add<true> fuses,
-// mul_add<false> never does. Used by random.cpp, init.cpp and optim_math.h (CPU and CUDA).
+// mul_add<false> never does. Used by random.cpp and optim_math.h (CPU and CUDA).
 #pragma once
 #include <cmath>
 

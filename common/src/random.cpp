@@ -1,12 +1,14 @@
 // random.cpp: PyTorch's CPU random number generation, step for step. random.h lists the
-// recipes and what depends on the processor; this file follows PyTorch 1.13's
+// recipes and what depends on the processor; this file follows PyTorch 2.x's
 // aten/src/ATen/native/cpu/DistributionTemplates.h (the kernels), ATen/core/TransformationHelper.h
 // (uniform and normal from draws) and avx_mathfun.h (the eight-wide log and sincos), checked
 // against torch's own numbers by tests/random_test.cpp.
 #include "tiny/random.h"
 
 #include "tiny/autograd.h"  // NoGradGuard
+#include "tiny/float_formats.h"  // finfo: the bounds uniform_ checks
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -65,7 +67,7 @@ double Generator::normal_double() {
   // Box-Muller: two uniforms make two independent normals; keep the second for the next call.
   const double u1 = uniform_double();
   const double u2 = uniform_double();
-  const double r = std::sqrt(-2.0 * std::log(1.0 - u2));
+  const double r = std::sqrt(-2.0 * std::log1p(-u2));
   const double theta = 2.0 * std::numbers::pi * u1;
   next_normal_ = r * std::sin(theta);
   return r * std::cos(theta);
@@ -86,58 +88,38 @@ namespace {
 
 constexpr double kTwoPi = 2.0 * std::numbers::pi;
 
-// A uniform number in [0, 1) for element type T, in T's arithmetic type: as many low bits of
-// the draw as T's significand holds (11 for float16, 8 for bfloat16), times 2^-bits.
+// A uniform number in [0, 1) in T's arithmetic type: float64 draws 53 bits, every other type a
+// float32's 24 (PyTorch 2.x draws float16 and bfloat16 in float32 too, and rounds the result).
 template <typename T> inline opmath_t<T> unit_uniform(Generator& g) {
   if constexpr (std::is_same_v<T, double>) return g.uniform_double();
-  else if constexpr (std::is_same_v<T, float>) return g.uniform_float();
-  else if constexpr (std::is_same_v<T, Half>)
-    return static_cast<float>(g.random() & ((1u << 11) - 1)) * (1.0f / (1u << 11));
-  else return static_cast<float>(g.random() & ((1u << 8) - 1)) * (1.0f / (1u << 8));
+  else return g.uniform_float();
 }
 
-// uniform_'s value: x * (to - from) + from, with from and to already in T. For the 16-bit
-// types PyTorch subtracts two T values, which rounds the width to T, and does the rest in float.
-template <bool kFused, typename T> inline T uniform_value(Generator& g, T from, T to) {
+// uniform_'s value: x * (to - from) + from in T's arithmetic type, with from and to in that type,
+// then rounded to T. A value that rounds up to `to` itself (in float32 near the top of a wide
+// range, or in the 16-bit types) becomes `from`, so that the result stays in [from, to).
+template <bool kFused, typename T> struct UniformValue {
   using M = opmath_t<T>;
-  const M x = unit_uniform<T>(g);
-  const M width = static_cast<M>(T(static_cast<M>(to) - static_cast<M>(from)));
-  return T(detail::mul_add<kFused>(x, width, static_cast<M>(from)));
-}
+  M from, to;
+  T from_t, to_t;
+  T operator()(Generator& g) const {
+    const T v = T(detail::mul_add<kFused>(unit_uniform<T>(g), to - from, from));
+    return static_cast<M>(v) == static_cast<M>(to_t) ? from_t : v;
+  }
+};
 
-// Box-Muller on one block of 16 uniforms in T (PyTorch's normal_fill_16): element j (< 8) and
-// element j + 8 make the pair, and become radius * cos and radius * sin. Every assignment to a
-// T variable rounds to T; the angle is computed in float64 first (PyTorch writes
-// `2.0f * pi<double> * u2`) and rounded. For bfloat16 PyTorch's math functions and operators
-// return bfloat16, so every single step rounds; float16 computes in float between assignments.
-template <bool kFused, typename T> void box_muller_block(T* data, T mean, T std) {
-  using M = opmath_t<T>;
+// Box-Muller on one block of 16 uniforms in M, float or double (PyTorch's NormalFill16):
+// element j (< 8) and element j + 8 make the pair, and become radius * cos and radius * sin.
+// The angle is computed in float64 (PyTorch writes `2.0f * pi<double> * u2`) and rounded to M;
+// mean and std are applied with one fused multiply-add in every build.
+template <typename M> void box_muller_block(M* data, M mean, M std) {
   for (int j = 0; j < 8; ++j) {
-    if constexpr (std::is_same_v<T, BFloat16>) {
-      using B = BFloat16;
-      const B u1 = B(1.0f - static_cast<float>(data[j]));  // (0, 1], so the log is finite
-      const B u2 = data[j + 8];
-      const B log_u1 = B(std::log(static_cast<float>(u1)));
-      const B radius = B(std::sqrt(static_cast<float>(B(-2.0f * static_cast<float>(log_u1)))));
-      const B theta = B(static_cast<float>(kTwoPi * static_cast<float>(u2)));
-      const B c = B(std::cos(static_cast<float>(theta)));
-      const B s = B(std::sin(static_cast<float>(theta)));
-      const B rc = B(static_cast<float>(radius) * static_cast<float>(c));
-      const B rs = B(static_cast<float>(radius) * static_cast<float>(s));
-      data[j] = B(static_cast<float>(B(static_cast<float>(rc) * static_cast<float>(std))) +
-                  static_cast<float>(mean));
-      data[j + 8] = B(static_cast<float>(B(static_cast<float>(rs) * static_cast<float>(std))) +
-                      static_cast<float>(mean));
-    } else {
-      const T u1 = T(M(1) - static_cast<M>(data[j]));  // (0, 1], so the log is finite
-      const T u2 = data[j + 8];
-      const T radius = T(std::sqrt(M(-2) * std::log(static_cast<M>(u1))));
-      const T theta = T(static_cast<M>(kTwoPi * static_cast<double>(static_cast<M>(u2))));
-      const M c = static_cast<M>(radius) * std::cos(static_cast<M>(theta));
-      const M s = static_cast<M>(radius) * std::sin(static_cast<M>(theta));
-      data[j] = T(detail::mul_add<kFused>(c, static_cast<M>(std), static_cast<M>(mean)));
-      data[j + 8] = T(detail::mul_add<kFused>(s, static_cast<M>(std), static_cast<M>(mean)));
-    }
+    const M u1 = M(1) - data[j];  // (0, 1], so the log is finite
+    const M u2 = data[j + 8];
+    const M radius = std::sqrt(M(-2) * std::log(u1));
+    const M theta = static_cast<M>(kTwoPi * static_cast<double>(u2));
+    data[j] = std::fma(radius * std::cos(theta), std, mean);
+    data[j + 8] = std::fma(radius * std::sin(theta), std, mean);
   }
 }
 
@@ -361,12 +343,23 @@ std::string number_str(double x) {  // as PyTorch's messages print a double (6 d
 
 template <bool kFused, typename T>
 void uniform_fill(const Tensor& t, double from, double to, Generator& g) {
-  const T lo = detail::convert<T>(from), hi = detail::convert<T>(to);
-  for_each_in_memory_order<T>(t, [&](T& x) { x = uniform_value<kFused>(g, lo, hi); });
+  using M = opmath_t<T>;
+  const UniformValue<kFused, T> value{static_cast<M>(from), static_cast<M>(to),
+                                      detail::convert<T>(from), detail::convert<T>(to)};
+  for_each_in_memory_order<T>(t, [&](T& x) { x = value(g); });
+}
+
+// Box-Muller on `count` blocks of 16 in M, with PyTorch's AVX2 kernel where it would run one.
+template <bool kFused, typename M> void box_muller_blocks(M* at, int64_t count, M mean, M std) {
+#ifdef TINY_RANDOM_AVX2
+  if constexpr (kFused && std::is_same_v<M, float>) return box_muller_blocks_avx2(at, count, mean, std);
+#endif
+  for (int64_t b = 0; b < count; ++b) box_muller_block(at + 16 * b, mean, std);
 }
 
 template <bool kFused, typename T>
 void normal_fill(const Tensor& t, double mean, double std, Generator& g) {
+  using M = opmath_t<T>;
   const int64_t n = t.numel();
   if (n < 16 || !t.is_contiguous()) {
     // The serial kernel: float64 Box-Muller with the cached second value, mean and std applied
@@ -377,20 +370,31 @@ void normal_fill(const Tensor& t, double mean, double std, Generator& g) {
     return;
   }
   T* p = static_cast<T*>(t.data_ptr());
-  const T mean_t = detail::convert<T>(mean), std_t = detail::convert<T>(std);
-  auto blocks = [&](T* at, int64_t count) {
-#ifdef TINY_RANDOM_AVX2
-    if constexpr (kFused && std::is_same_v<T, float>)
-      return box_muller_blocks_avx2(at, count, mean_t, std_t);
-#endif
-    for (int64_t b = 0; b < count; ++b) box_muller_block<kFused>(at + 16 * b, mean_t, std_t);
-  };
-  for (int64_t i = 0; i < n; ++i) p[i] = T(unit_uniform<T>(g));
-  blocks(p, n / 16);
-  if (n % 16 != 0) {  // fresh uniforms for the last 16, transformed again
-    T* tail = p + n - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = T(unit_uniform<T>(g));
-    blocks(tail, 1);
+  const M mean_m = static_cast<M>(mean), std_m = static_cast<M>(std);
+  if constexpr (std::is_same_v<T, M>) {
+    // float32 and float64: every uniform first, in place, then the blocks; a tail that is not a
+    // multiple of 16 takes 16 fresh uniforms and redoes the last 16 elements.
+    for (int64_t i = 0; i < n; ++i) p[i] = unit_uniform<T>(g);
+    box_muller_blocks<kFused>(p, n / 16, mean_m, std_m);
+    if (n % 16 != 0) {
+      T* tail = p + n - 16;
+      for (int i = 0; i < 16; ++i) tail[i] = unit_uniform<T>(g);
+      box_muller_blocks<kFused>(tail, 1, mean_m, std_m);
+    }
+  } else {
+    // float16 and bfloat16: each block's 16 uniforms are drawn and transformed in float32, then
+    // rounded to T. Only whole blocks draw, so the tail's 16 fresh uniforms follow the last
+    // whole block's directly (the float32 kernel draws n + 16 numbers, this one 16 per block).
+    constexpr int64_t kChunk = 64;  // blocks per buffer: the same draws, fewer calls
+    std::vector<float> buf(static_cast<size_t>(16 * kChunk));
+    auto fill = [&](T* out, int64_t blocks) {
+      for (int64_t i = 0; i < 16 * blocks; ++i) buf[i] = g.uniform_float();
+      box_muller_blocks<kFused>(buf.data(), blocks, mean_m, std_m);
+      for (int64_t i = 0; i < 16 * blocks; ++i) out[i] = T(buf[i]);
+    };
+    const int64_t whole = n / 16;
+    for (int64_t b = 0; b < whole; b += kChunk) fill(p + 16 * b, std::min(kChunk, whole - b));
+    if (n % 16 != 0) fill(p + n - 16, 1);
   }
 }
 
@@ -398,9 +402,20 @@ void normal_fill(const Tensor& t, double mean, double std, Generator& g) {
 
 Tensor& uniform_(Tensor& t, double from, double to, Generator& gen) {
   dispatch_floating(t.dtype(), "check_uniform_bounds", []<typename T>() {});
+  // PyTorch's checks, in its order: both ends finite numbers of the dtype (a NaN fails too),
+  // in order, and not so far apart that to - from overflows it.
+  const double max = finfo(t.dtype()).max;
+  const std::string type = detail::convert_type_name(t.dtype());
+  if (!(from >= -max && from <= max)) throw RuntimeError("from is out of bounds for " + type);
+  if (!(to >= -max && to <= max)) throw RuntimeError("to is out of bounds for " + type);
   if (from > to)
     throw RuntimeError("uniform_ expects to return a [from, to) range, but found from=" +
                        number_str(from) + " > to=" + number_str(to));
+  if (!(to - from <= max))
+    throw RuntimeError("uniform_ expects to-from <= std::numeric_limits<" +
+                       std::string(dtype_legacy_name(t.dtype())) + ">::max(), but found to=" +
+                       number_str(to) + " and from=" + number_str(from) +
+                       " which result in to-from to exceed the limit");
   return in_place_fill("UniformBackward0", t, [&](const Tensor& cpu) {
     dispatch_floating(cpu.dtype(), "uniform_", [&]<typename T>() {
       if (cpu_capability() == CpuCapability::Avx2) uniform_fill<true, T>(cpu, from, to, gen);

@@ -55,6 +55,13 @@ class AssertionError : public Error {
   using Error::Error;  ///< constructed from the message, like Error
 };
 
+/// Python's `ZeroDivisionError`: a function PyTorch writes in Python divided by zero
+/// (nn.init.trunc_normal_ with std = 0: "float division by zero").
+class ZeroDivisionError : public Error {
+ public:
+  using Error::Error;  ///< constructed from the message, like Error
+};
+
 /// PyTorch's `NotImplementedError`: an op with no kernel for a dtype ("\"pow\" not implemented
 /// for 'Bool'"), or a Module without forward(). PyTorch 2.x raises it where 1.13 raised
 /// RuntimeError; in Python it is a subclass of RuntimeError, so here too, and code that catches

@@ -57,10 +57,12 @@ Tensor& kaiming_uniform_(Tensor& t, double a = 0, FanMode mode = FanMode::FanIn,
                          std::string_view nonlinearity = "leaky_relu",
                          Generator& gen = default_generator());
 /// Normal numbers of mean `mean` and standard deviation `std` truncated to [a, b] (absolute
-/// bounds, as nn.init.trunc_normal_): uniform numbers between the normal CDF at a and at b,
-/// mapped back through the inverse CDF (erfinv), then clamped. PyTorch's float16 erfinv does not
-/// exist on the CPU, so float16 raises its error. Warns on stderr, as PyTorch does, when mean is
-/// more than 2 std outside [a, b]; RuntimeError when std <= 0 or a >= b.
+/// bounds, as nn.init.trunc_normal_), drawn as PyTorch 2.x draws them: where more than 30% of
+/// the normal lies inside [a, b], normals redrawn (for the whole tensor at a time) until none is
+/// outside; otherwise uniform candidates in [a, b], each accepted with probability
+/// pdf(x) / pdf(mode). Warns on stderr, as PyTorch does, when mean is more than 2 std outside
+/// [a, b]; ZeroDivisionError when std = 0 (PyTorch's Python divides by it); a > b fails in
+/// uniform_, and integer tensors in normal_ or uniform_, with their errors.
 Tensor& trunc_normal_(Tensor& t, double mean = 0, double std = 1, double a = -2, double b = 2,
                       Generator& gen = default_generator());
 

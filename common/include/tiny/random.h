@@ -5,36 +5,41 @@
 /// the seed. Every distribution is a fixed recipe on top of its draws, and following the recipes
 /// step for step, rounding where PyTorch rounds, gives the same bits:
 ///
-/// - uniform: one draw masked to the significand (24 bits for float32, 11 for float16, 8 for
-///   bfloat16) or two draws as 64 bits masked to 53 (float64), scaled into [0, 1); then
-///   `x * (to - from) + from`.
+/// - uniform: one draw masked to 24 bits (float32, and float16 and bfloat16, which are drawn in
+///   float32) or two draws as 64 bits masked to 53 (float64), scaled into [0, 1); then
+///   `x * (to - from) + from` in float32 or float64, rounded to the element type; a value that
+///   rounds up to `to` becomes `from`.
 /// - normal, fewer than 16 elements or a non-contiguous tensor: Box-Muller in float64, one value
 ///   per element, the sine of each pair kept for the next call (torch's cached sample).
-/// - normal, 16 elements or more and contiguous: all the uniforms first, then Box-Muller on
-///   blocks of 16 (the first 8 paired with the last 8) in the element type; a tail that is not a
-///   multiple of 16 draws 16 fresh uniforms and redoes the last 16 elements.
+/// - normal, 16 elements or more and contiguous: Box-Muller on blocks of 16 uniforms (the first
+///   8 paired with the last 8), in float64 for float64 and in float32 for the rest, then
+///   rounded; a tail that is not a multiple of 16 draws 16 fresh uniforms and redoes the last
+///   16 elements. (float32 and float64 draw all their uniforms first, the 16-bit types 16 per
+///   block, which changes which draws the tail gets.)
 /// - randint: a draw (two when the range needs 64 bits) modulo the range.
 /// - randperm: the identity, then Fisher-Yates swaps of element i with i + draw % (n - i).
 ///
+/// These are PyTorch 2.x's recipes (checked against 2.15). 1.13 drew float16 and bfloat16
+/// uniforms from 11 and 8 bits and rounded every step of their Box-Muller to 16 bits.
+///
 /// **What depends on the processor.** PyTorch compiles its CPU kernels several times, for plain
 /// x86-64 ("default") and for AVX2 processors, and picks one at run time: AVX2 when the
-/// processor has both AVX2 and FMA (AVX-512 only on request: PyTorch 1.13 keeps it opt-in).
-/// The two compilations give different bits in three places. (1) float32 normal with 16 or
-/// more elements: the AVX2 kernel computes log, sin and cos with its own eight-wide polynomials
+/// processor has both AVX2 and FMA (its AVX-512 build has no random kernels of its own and uses
+/// the AVX2 ones). The two compilations give different bits in three places. (1) Box-Muller
+/// blocks computed in float32 (float32, float16 and bfloat16 normals with 16 or more
+/// elements): the AVX2 kernel computes log, sin and cos with its own eight-wide polynomials
 /// (Cephes' coefficients, from avx_mathfun.h; not SLEEF), the default kernel calls the C
-/// library's logf, sinf and cosf. (2) Everywhere PyTorch's source says `a * b + c` (normal's
-/// `z * std + mean`, uniform's `x * (to - from) + from`, erfinv's polynomials), the compiler
-/// fuses the AVX2 copy into one FMA instruction, rounded once, and leaves the default copy
-/// rounded twice; so normal_ with std other than a power of two, uniform_ with to - from not a
-/// power of two, and trunc_normal_ differ in the last bit (measured on 5000 values: uniform_(-2,
-/// 5) a third of them, float64 normal_(3, 0.7) 7%, erfinv 13%). (3) Anything that
-/// calls the C library (log, sin, cos, erf, exp) is as the C library on the machine computes it.
-/// This library follows the same rule at run time, so on one machine it gives what PyTorch
-/// gives there. Equal in both families: randint, randperm, rand and uniform_(0, 1), and randn in
-/// float64, float16 and bfloat16. Set TINY_CPU_CAPABILITY=default (PyTorch's
-/// ATEN_CPU_CAPABILITY=default) or call set_cpu_capability() to get the default kernels
-/// on an AVX2 machine. (PyTorch's opt-in ATEN_CPU_CAPABILITY=avx512 gave the AVX2 numbers in
-/// every case checked: float32 randn, normal_, uniform_ and erfinv.)
+/// library's logf, sinf and cosf. (2) Where PyTorch's source says `a * b + c` (uniform's
+/// `x * (to - from) + from`, the one-at-a-time normal's `z * std + mean`), the compiler fuses
+/// the AVX2 copy into one FMA instruction, rounded once, and leaves the default copy rounded
+/// twice; so uniform_ with to - from not a power of two and one-at-a-time normal_ with std other
+/// than a power of two differ in the last bit (measured on 5000 values: uniform_(-2, 5) a third
+/// of them, float64 normal_(3, 0.7) on a transposed tensor 7%). (3) Anything that calls the C
+/// library (log, sin, cos) is as the C library on the machine computes it. This library follows
+/// the same rule at run time, so on one machine it gives what PyTorch gives there. Equal in both
+/// families: randint, randperm, rand and uniform_(0, 1), and randn in float64. Set
+/// TINY_CPU_CAPABILITY=default (PyTorch's ATEN_CPU_CAPABILITY=default) or call
+/// set_cpu_capability() to get the default kernels on an AVX2 machine.
 ///
 /// Tensors on a GPU are filled on the CPU with the same stream and copied, so a seed gives the
 /// same numbers on every device (PyTorch's CUDA generator, Philox, gives other numbers).
