@@ -177,11 +177,22 @@ TEST(Ch03_Autograd, MatmulInEveryShapeMatchesFiniteDifferences) {
                                                        {{2, 2, 3}, {2, 3, 4}},
                                                        {{3, 1, 2, 3}, {2, 3, 2}},
                                                        {{2, 3}, {2, 3, 4}},
-                                                       {{2, 2, 3}, {3}}};
-  for (const auto& [sa, sb] : shapes)
+                                                       {{2, 2, 3}, {3}},
+                                                       {{3}, {2, 3, 4}},
+                                                       {{1, 2, 3}, {4, 3, 2}},
+                                                       {{4, 2, 3}, {1, 3, 2}}};
+  // Which operands require grad decides how matmul computes (a batch folds into one mm or mv
+  // when the other operand requires grad, as in PyTorch), so each pair is tried three ways.
+  for (const auto& [sa, sb] : shapes) {
     ASSERT_TRUE(gradients_match(rng, [](auto& v) { return matmul(v[0], v[1]); },
                                 {input(rng, sa), input(rng, sb)}))
         << format_tuple(sa) << " @ " << format_tuple(sb);
+    const Tensor a = input(rng, sa), b = input(rng, sb);
+    ASSERT_TRUE(gradients_match(rng, [&b](auto& v) { return matmul(v[0], b); }, {input(rng, sa)}))
+        << format_tuple(sa) << " (requires grad) @ " << format_tuple(sb);
+    ASSERT_TRUE(gradients_match(rng, [&a](auto& v) { return matmul(a, v[0]); }, {input(rng, sb)}))
+        << format_tuple(sa) << " @ " << format_tuple(sb) << " (requires grad)";
+  }
 }
 
 TEST(Ch03_Autograd, ViewsMatchFiniteDifferences) {

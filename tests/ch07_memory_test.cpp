@@ -1,6 +1,6 @@
 // Chapter 07's program, run for real: its golden output, its README, the lines seed documents
 // 000 and 004 print or imply, and what PyTorch prints for the same model
-// (tests/fixtures/ch07_pytorch.txt, written by the script beside it with PyTorch 1.13).
+// (tests/fixtures/ch07_pytorch.txt, written by the script beside it with PyTorch 2.15).
 #include <fstream>
 
 #include "literate.h"

@@ -338,7 +338,46 @@ const std::map<std::string, std::function<Tensor()>>& nodes() {
   return table;
 }
 
+// saved_matmul<ra><rb>_<which>[_<layout>]: matmul with only `which` of a and b requiring grad,
+// answered as "<node> <- <its next functions> saved <shapes saved, in order>".
+std::string run_saved_matmul(const std::string& input) {
+  std::string which, layout;
+  const int ra = input[12] - '0', rb = input[13] - '0';
+  std::istringstream rest(input.substr(15));
+  std::getline(rest, which, '_');
+  std::getline(rest, layout);
+  const std::map<int, Shape> as{{1, {3}}, {2, {2, 3}}, {3, {4, 2, 3}}, {4, {2, 4, 2, 3}}};
+  const std::map<int, Shape> bs{{1, {3}}, {2, {3, 5}}, {3, {4, 3, 5}}, {4, {2, 4, 3, 5}}};
+  Tensor a = ones(as.at(ra)), b = ones(bs.at(rb));
+  if (layout == "at") a = ones({2, 4, 3}).transpose(0, 1);
+  if (layout == "ac") a = ones({3, 4, 2}).permute({1, 2, 0});
+  if (layout == "a1") a = ones({1, 2, 3});
+  if (layout == "bt") b = ones({4, 5, 3}).transpose(-2, -1);
+  if (layout == "b1") b = ones({1, 3, 5});
+  a.requires_grad_(which.find('a') != std::string::npos);
+  b.requires_grad_(which.find('b') != std::string::npos);
+  return answer([&] {
+    SavedTensorLog log;
+    const Tensor r = matmul(a, b);
+    std::string out = r.grad_fn()->name() + " <-";
+    const char* sep = " ";
+    for (const Edge& e : r.grad_fn()->next_functions()) {
+      out += sep + (e.fn ? e.fn->name() : std::string("None"));
+      sep = ",";
+    }
+    out += " saved";
+    for (const SavedTensorRecord& rec : log.records()) {
+      out += " [";
+      for (size_t d = 0; d < rec.shape.size(); ++d)
+        out += (d ? "," : "") + std::to_string(rec.shape[d]);
+      out += "]";
+    }
+    return log.records().empty() ? out + " -" : out;
+  });
+}
+
 std::string run_nodes(const std::string& input) {
+  if (input.rfind("saved_matmul", 0) == 0) return run_saved_matmul(input);
   const auto it = nodes().find(input);
   if (it == nodes().end()) return "(no such expression in parity_test.cpp)";
   return answer([&] {
@@ -1325,7 +1364,9 @@ const std::vector<Area>& areas() {
       {"random", "random streams: rand, randn, randint, randperm, normal_", run_random},
       {"views", "views: chains of view ops, their strides, offsets, contiguity and errors",
        run_views},
-      {"nodes", "autograd node names: every op, every matmul rank pair", run_nodes},
+      {"nodes",
+       "autograd node names: every op; matmul's nodes and saved tensors for every rank pair",
+       run_nodes},
       {"einops", "einops: rearrange, reduce and einsum patterns, and the errors", run_einops},
       {"errors", "errors: bad calls across the library, exception class and message", run_errors},
       {"arithmetic", "arithmetic bit for bit: unary, binary and scalar ops, conversions",

@@ -412,9 +412,9 @@ struct SavedTensor::Kept {
 
 const char* saving_op() { return t_saving_op; }
 
-SavedTensor::SavedTensor(const Tensor& t, const char* op, bool is_output) {
+SavedTensor::SavedTensor(const Tensor& t, const char* op, bool is_output, bool for_node) {
   if (!t.defined()) return;
-  ++t_saves_pending;
+  if (for_node) ++t_saves_pending;
   auto kept = std::make_shared<Kept>();
   kept->storage = t.storage();
   kept->version = t.storage()->version();

@@ -28,8 +28,10 @@ class SavedTensor {
   /// Saves `t` for the node `op` (PyTorch's node name, e.g. "MmBackward0"); an undefined `t`
   /// saves nothing. `is_output` marks the op's own result: if it is later written in place,
   /// the error names `op` as its producer, where for an input it names the node that produced
-  /// the input when the error is raised (PyTorch's two cases).
-  SavedTensor(const Tensor& t, const char* op, bool is_output = false);
+  /// the input when the error is raised (PyTorch's two cases). `for_node` is false for a tensor
+  /// kept by something other than the next node recorded (a checkpoint's inputs), so that the
+  /// node does not count it among its own.
+  SavedTensor(const Tensor& t, const char* op, bool is_output = false, bool for_node = true);
   /// The saved tensor, through the unpack hook; RuntimeError if it was modified in place.
   Tensor unpack() const;
 

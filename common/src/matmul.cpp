@@ -138,13 +138,18 @@ struct MatrixProductGrad {
   bool ga, gb;  // which inputs need a gradient
   bool at, bt;  // which are stored transposed (2-D only)
 
-  MatrixProductGrad(const char* node, const Tensor& x, const Tensor& y)
-      : a(y.requires_grad() ? x : Tensor(), node),
-        b(x.requires_grad() ? y : Tensor(), node),
-        ga(x.requires_grad()),
+  // `b_first`: save B before A, the order a saved-tensor hook sees. PyTorch 2.x's generated
+  // nodes keep their inputs in the order of their names, so mm and bmm (self, mat2) keep mat2
+  // first, where addmm (mat1, mat2), dot and mv keep theirs in argument order.
+  MatrixProductGrad(const char* node, const Tensor& x, const Tensor& y, bool b_first)
+      : ga(x.requires_grad()),
         gb(y.requires_grad()),
         at(x.dim() == 2 && y.dim() == 2 && stored_transposed(x)),
-        bt(x.dim() == 2 && y.dim() == 2 && stored_transposed(y)) {}
+        bt(x.dim() == 2 && y.dim() == 2 && stored_transposed(y)) {
+    if (b_first && ga) b = SavedTensor(y, node);
+    if (gb) a = SavedTensor(x, node);
+    if (!b_first && ga) b = SavedTensor(y, node);
+  }
 
   // dA and dB for mm and bmm.
   std::pair<Tensor, Tensor> operator()(const Tensor& g) const {
@@ -180,7 +185,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   else if (db == 1) out = product_values(a, b.detach().unsqueeze(1)).view({a.size(0)});
   else out = product_values(a, b);
   if (!detail::should_record({&a, &b})) return out;
-  const MatrixProductGrad grads(name, a, b);
+  const MatrixProductGrad grads(name, a, b, /*b_first=*/da >= 2 && db >= 2);
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1));
   detail::record(
       out, name, {a, b},
@@ -224,50 +229,95 @@ void set_float32_matmul_precision(const std::string& precision) {
 
 std::string float32_matmul_precision() { return g_allow_tf32.load() ? "high" : "highest"; }
 
+namespace {
+
+// PyTorch's rule for when a batch times a matrix or vector becomes one mm or mv over the
+// batch's rows (its should_fold): when the smaller operand requires grad (its gradient is then
+// one product, not a batch of them summed), or when the batch folds into the rows without a
+// copy. `a` @ `b` with one of them 3-D or more and the other 1-D or 2-D; a 2-D first operand
+// folds only for its gradient, since its result would need a transposing copy.
+bool should_fold(const Tensor& a, const Tensor& b) {
+  const bool a_larger = a.dim() >= b.dim();
+  const Tensor big = a_larger ? a : b.transpose(-2, -1);
+  const int64_t small_dim = a_larger ? b.dim() : a.dim();
+  if (big.dim() < 3 || small_dim > 2) return false;
+  if ((a_larger ? b : a).requires_grad()) return true;
+  if (a.dim() == 2) return false;
+  if (big.numel() == 0) return true;
+  for (int64_t i = 0; i + 2 < big.dim(); ++i)
+    if (big.stride(i) != big.stride(i + 1) * big.size(i + 1)) return false;
+  return true;
+}
+
+// matmul once its operands are cast and checked: each case computes as PyTorch's matmul does,
+// so that the graph has its nodes and keeps its tensors (tests/fixtures/parity/nodes.txt holds
+// them for every pair of ranks, with and without each operand requiring grad).
+Tensor matmul_checked(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 1 && b.dim() == 1) return product("DotBackward0", a, b);
+  if (a.dim() == 2 && b.dim() == 1) return product("MvBackward0", a, b);
+  if (a.dim() == 1 && b.dim() == 2)
+    return detail::unsafe_view(product("MmBackward0", a.unsqueeze(0), b), {b.size(1)},
+                               "SqueezeBackward4");
+  if (a.dim() == 2 && b.dim() == 2) return product("MmBackward0", a, b);
+  if (should_fold(a, b)) {
+    // The larger operand's batch becomes rows of one matrix (transposed first when it is the
+    // second operand, which turns A B into (B^T A^T)^T).
+    const bool transpose = b.dim() > a.dim();
+    const Tensor big = transpose ? b.transpose(-2, -1) : a;
+    const Tensor small = !transpose ? b : a.dim() == 2 ? a.t() : a;
+    Shape out_shape(big.shape().begin(), big.shape().end() - 1);
+    // The rows are counted, not inferred: with K = 0, reshape({-1, 0}) is ambiguous.
+    const Tensor rows = big.reshape({shape_numel(out_shape), big.size(-1)});
+    if (small.dim() == 1)
+      return detail::unsafe_view(product("MvBackward0", rows, small), out_shape);
+    out_shape.push_back(small.size(1));
+    const Tensor out = detail::unsafe_view(product("MmBackward0", rows, small), out_shape);
+    return transpose ? out.transpose(-2, -1).contiguous() : out;
+  }
+  // A batch of one against a larger batch that needs no expanding for its gradient: PyTorch
+  // drops the batch of one so that the product folds.
+  if (a.dim() == 3 && b.dim() == 3 && a.size(0) != b.size(0)) {
+    if (a.size(0) == 1 && a.requires_grad()) return matmul_checked(a.squeeze(0), b);
+    if (b.size(0) == 1 && b.requires_grad()) return matmul_checked(a, b.squeeze(0));
+  }
+  // Batched: broadcast the batch dimensions, then one batched product. A 1-D first operand is
+  // one row; a 1-D second operand is one column, added after the batch is flattened.
+  const int64_t K = a.size(-1);
+  const int64_t M = a.dim() > 1 ? a.size(-2) : 1, N = b.dim() > 1 ? b.size(-1) : 1;
+  auto batch_of = [](const Tensor& t) {
+    return Shape(t.shape().begin(), t.shape().end() - std::min<int64_t>(t.dim(), 2));
+  };
+  const Shape batch = broadcast_shapes(batch_of(a), batch_of(b));
+  Shape xs = batch, ys = batch, out_shape = batch;
+  xs.insert(xs.end(), {M, K});
+  ys.insert(ys.end(), {K, N});
+  if (a.dim() > 1) out_shape.push_back(M);
+  if (b.dim() > 1) out_shape.push_back(N);
+  const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
+  if (!detail::should_record({&a, &b}))  // the backend reads expanded operands in place
+    return product_values(a.expand(xs), y.expand(ys)).view(out_shape);
+  // The graph has PyTorch's shape: the batch flattened into one dimension, BmmBackward0.
+  const int64_t nb = shape_numel(batch);
+  const Tensor x3 = (a.shape() == xs ? a : a.expand(xs)).reshape({nb, M, K});
+  if (b.dim() == 1) {
+    Shape vs = batch;
+    vs.push_back(K);
+    const Tensor y3 = b.expand(vs).reshape({nb, K}).unsqueeze(2);
+    return detail::unsafe_view(product("BmmBackward0", x3, y3).squeeze(-1), out_shape);
+  }
+  const Tensor y3 = (b.shape() == ys ? b : b.expand(ys)).reshape({nb, K, N});
+  return detail::unsafe_view(product("BmmBackward0", x3, y3), out_shape);
+}
+
+}  // namespace
+
 Tensor matmul(const Tensor& input, const Tensor& other) {
   detail::op_device("matmul", {&input, &other});
   // Autocast runs matrix products in its lower precision.
   const Tensor a = detail::autocast(input, detail::kAutocastLowerPrecision);
   const Tensor b = detail::autocast(other, detail::kAutocastLowerPrecision);
   check_matmul(a, b);
-  const int64_t K = a.size(-1);
-  if (a.dim() == 1 && b.dim() == 1) return product("DotBackward0", a, b);
-  if (a.dim() == 2 && b.dim() == 1) return product("MvBackward0", a, b);
-  // Each case below computes as PyTorch's matmul does, so that the graph's nodes carry its
-  // names (tests/fixtures/parity/nodes.txt holds them for every pair of ranks).
-  if (a.dim() == 1 && b.dim() == 2)
-    return detail::unsafe_view(product("MmBackward0", a.unsqueeze(0), b), {b.size(1)},
-                       "SqueezeBackward4");
-  if (a.dim() == 2 && b.dim() == 2) return product("MmBackward0", a, b);
-  if (b.dim() <= 2) {  // (..., M, K) @ (K, N) or (K): fold the batch into the rows
-    Shape out_shape(a.shape().begin(), a.shape().end() - 1);
-    if (b.dim() == 2) out_shape.push_back(b.size(1));
-    // The rows are counted, not inferred: with K = 0, reshape({-1, 0}) is ambiguous.
-    const int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
-    const Tensor columns = b.dim() == 1 ? b.unsqueeze(1) : b;
-    return detail::unsafe_view(product("MmBackward0", a.reshape({rows, K}), columns), out_shape);
-  }
-  // (M, K) @ (..., K, N): the transposed product folds, and its transpose is made contiguous.
-  if (a.dim() == 2) return matmul(b.transpose(-2, -1), a.t()).transpose(-2, -1).contiguous();
-  // Batched: broadcast the batch dimensions, then one batched product.
-  const Tensor x = a.dim() == 1 ? a.unsqueeze(0) : a;
-  const Tensor y = b.dim() == 1 ? b.unsqueeze(1) : b;
-  const int64_t M = x.size(-2), Ny = y.size(-1);
-  const Shape batch = broadcast_shapes(Shape(x.shape().begin(), x.shape().end() - 2),
-                                       Shape(y.shape().begin(), y.shape().end() - 2));
-  Shape xs = batch, ys = batch, out_shape = batch;
-  xs.insert(xs.end(), {M, K});
-  ys.insert(ys.end(), {K, Ny});
-  // A 1-D operand's added dimension is left out of the result.
-  if (a.dim() > 1) out_shape.push_back(M);
-  if (b.dim() > 1) out_shape.push_back(Ny);
-  if (!detail::should_record({&x, &y}))  // the backend reads expanded operands in place
-    return product_values(x.expand(xs), y.expand(ys)).view(out_shape);
-  // The graph has PyTorch's shape: the batch flattened into one dimension, BmmBackward0.
-  const int64_t nb = shape_numel(batch);
-  const Tensor x3 = (x.shape() == xs ? x : x.expand(xs)).reshape({nb, M, K});
-  const Tensor y3 = (y.shape() == ys ? y : y.expand(ys)).reshape({nb, K, Ny});
-  return detail::unsafe_view(product("BmmBackward0", x3, y3), out_shape);
+  return matmul_checked(a, b);
 }
 
 Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
@@ -303,7 +353,7 @@ Tensor addmm(const Tensor& input_, const Tensor& mat1_, const Tensor& mat2_) {
   }
   count_op_cost(static_cast<double>(out.numel()), static_cast<double>(out.nbytes()));
   if (!detail::should_record({&input, &mat1, &mat2})) return out;
-  const MatrixProductGrad grads("AddmmBackward0", mat1, mat2);
+  const MatrixProductGrad grads("AddmmBackward0", mat1, mat2, /*b_first=*/false);
   const Shape input_shape = input.shape();
   const bool gi = input.requires_grad();
   const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(mat1.size(1));

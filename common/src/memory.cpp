@@ -155,19 +155,20 @@ namespace {
 // recomputed, each handed out once.
 class RecomputeFrame final : public detail::CheckpointFrame {
  public:
+  // The inputs are saved as any op's are, before the region's own hooks take over: an outer
+  // saved-tensor hook sees them (and only them), an outer checkpoint recomputes them, and
+  // writing to one in place before backward is the usual version-counter error. PyTorch 2.x
+  // saves them the same way; 1.13 kept them out of sight of the hooks.
   RecomputeFrame(CheckpointFunction fn, const std::vector<Tensor>& inputs)
       : fn_(std::move(fn)), rng_(default_generator()) {
     for (const Device::Type d : {Device::Type::CPU, Device::Type::CUDA})
       autocast_[static_cast<int>(d)] = {autocast_enabled(d), autocast_dtype(d)};
     for (const Tensor& t : inputs) {
-      inputs_.push_back(t.defined() ? t.detach() : Tensor());
+      inputs_.emplace_back(t, "CheckpointFunction", false, /*for_node=*/false);
       needs_grad_.push_back(t.defined() && t.requires_grad());
-      if (t.defined()) t.storage()->add_saved(1);  // the graph keeps the inputs
     }
   }
   ~RecomputeFrame() override {
-    for (const Tensor& t : inputs_)
-      if (t.defined()) t.storage()->add_saved(-1);
     for (Tensor& t : recomputed_) drop(t);
   }
 
@@ -231,7 +232,8 @@ class RecomputeFrame final : public detail::CheckpointFrame {
           [](const Tensor& t) { return t; });
       std::vector<Tensor> inputs;
       for (size_t k = 0; k < inputs_.size(); ++k) {
-        Tensor in = inputs_[k].defined() ? inputs_[k].detach() : Tensor();
+        Tensor in = inputs_[k].unpack();
+        if (in.defined()) in = in.detach();
         if (needs_grad_[k]) in.requires_grad_(true);
         inputs.push_back(std::move(in));
       }
@@ -270,7 +272,7 @@ class RecomputeFrame final : public detail::CheckpointFrame {
   };
   CheckpointFunction fn_;
   Autocast autocast_[2];  // CPU, CUDA: as the region's first run found them
-  std::vector<Tensor> inputs_;
+  std::vector<detail::SavedTensor> inputs_;
   std::vector<bool> needs_grad_;
   Generator rng_;
   std::vector<Meta> saved_;
@@ -281,6 +283,8 @@ class RecomputeFrame final : public detail::CheckpointFrame {
 
 std::vector<Tensor> checkpoint(const CheckpointFunction& fn, const std::vector<Tensor>& inputs) {
   if (!fn) throw ValueError("checkpoint: the function to run is empty");
+  // Without grad mode nothing is saved, so there is nothing to recompute: a plain call.
+  if (!grad_mode_enabled()) return fn(inputs);
   auto frame = std::make_shared<RecomputeFrame>(fn, inputs);
   detail::CheckpointHooks hooks(frame);
   return fn(inputs);

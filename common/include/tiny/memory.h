@@ -128,7 +128,9 @@ class SavedTensorLog {
 using CheckpointFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 /// Runs `fn(inputs)` keeping none of the tensors its ops save for backward, only `inputs`;
-/// backward runs `fn` again, with the random generator set back to where it was, to get them
+/// those are saved as any op saves a tensor, so an outer saved-tensor hook (SavedTensorLog)
+/// sees them and nothing else of the region, as in PyTorch 2.x. Without grad mode it is a
+/// plain call of `fn`. Backward runs `fn` again, with the random generator set back to where it was, to get them
 /// (torch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)). Gradients are the
 /// same, bit for bit, as without checkpointing; the price is a second forward pass of the
 /// region. The recomputation runs under the autocast settings the first run had; after it the
