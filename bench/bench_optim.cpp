@@ -31,7 +31,7 @@ constexpr double kLr = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8, kWeightD
 // The numbers of one step, computed in double as torch/optim/adamw.py computes them and then
 // made float32 once, as the library's kernel does (optim_math.h's S and F).
 struct StepConstants {
-  float decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps,
+  float decay, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps,
       neg_step_size;
 };
 
@@ -39,7 +39,6 @@ StepConstants step_constants(double step) {
   const double bias_correction1 = 1 - std::pow(kBeta1, step);
   const double bias_correction2 = 1 - std::pow(kBeta2, step);
   return {static_cast<float>(1 - kLr * kWeightDecay),
-          static_cast<float>(kBeta1),
           static_cast<float>(1 - kBeta1),
           static_cast<float>(kBeta2),
           static_cast<float>(1 - kBeta2),
@@ -57,7 +56,7 @@ void hand_adamw(float* __restrict param, const float* __restrict grad, float* __
   for (int64_t i = 0; i < n; ++i) {
     const float g = grad[i];
     const float p = param[i] * c.decay;
-    const float mi = std::fma(g, c.one_minus_beta1, m[i] * c.beta1);
+    const float mi = std::fma(c.one_minus_beta1, g - m[i], m[i]);  // exp_avg.lerp_(g, 1 - beta1)
     const float vi = std::fma(c.one_minus_beta2 * g, g, v[i] * c.beta2);
     m[i] = mi;
     v[i] = vi;

@@ -58,18 +58,32 @@ template <typename F> void visit_rule(UpdateRule rule, F&& f) {
   }
 }
 
+/// torch.lerp(start, end, weight) with a Python number for the weight, as PyTorch 2.x's CPU
+/// kernels compute it: start + w (end - start) for |w| < 0.5, end - (end - start)(1 - w)
+/// otherwise (exact at both ends); the vectorised kernels fuse either into one multiply-add,
+/// the second as (w - 1)(end - start) + end. Adam's moving average and RMSprop's centered mean
+/// use it (2.x's `exp_avg.lerp_(grad, 1 - beta1)`; 1.13 wrote mul_ and add_).
+template <bool Fused, typename M> TINY_HD inline M lerp(M start, M end, M w) {
+  const M d = end - start;
+  if (w < M(0.5) && w > M(-0.5)) return mul_add<Fused>(w, d, start);
+  if constexpr (Fused) return mul_add<true>(w - M(1), d, end);
+  else return end - rounded_product(d, M(1) - w);
+}
+
 /// The update of element i. T is the storage type, M the compute type (float for the 16-bit
 /// types), R(x) rounds a compute value to storage, as writing a tensor does.
 template <UpdateRule Rule, bool Fused, typename T, typename M>
 TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   using std::sqrt;
   auto R = [](M x) { return M(T(x)); };
-  // A Python number next to a tensor becomes a value of the tensor's dtype first (PyTorch's
-  // wrapped scalars and its kernels' `scalar.to<scalar_t>()`): rounded to bfloat16 next to a
-  // bfloat16 tensor, exact next to a float64 one.
+  // A Python number added to a tensor (add_(eps), add_(t, alpha=a)) becomes a value of the
+  // tensor's dtype first, as PyTorch's add kernels take `scalar.to<scalar_t>()`: rounded to
+  // bfloat16 next to a bfloat16 tensor, exact next to a float64 one.
   auto S = [](double x) { return M(T(x)); };
-  // addcmul_'s and addcdiv_'s `value` is the exception: it stays in the compute type, and so
-  // does its product with the first tensor.
+  // A number that multiplies or divides (mul_(beta), / bias_correction), addcmul_'s and
+  // addcdiv_'s `value` and lerp_'s weight stay in the compute type: PyTorch 2.x's mul, div,
+  // addcmul, addcdiv and lerp kernels read the scalar as float for the 16-bit types (1.13's mul
+  // and div rounded it to the tensor's dtype). The same for float32 and float64.
   auto F = [](double x) { return M(x); };
   T* param = static_cast<T*>(a.param);
   const T* grad = static_cast<const T*>(a.grad);
@@ -83,7 +97,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     if (a.momentum != 0) {
       T* buf = static_cast<T*>(a.state[0]);
       M b =
-          a.first_step ? g : R(mul_add<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * S(a.momentum))));
+          a.first_step ? g : R(mul_add<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * F(a.momentum))));
       buf[i] = T(b);
       g = a.nesterov ? R(mul_add<Fused>(b, S(a.momentum), g)) : b;
     }
@@ -101,18 +115,17 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     T* g2 = static_cast<T*>(a.state[0]);
     const M s = R(M(g2[i]) + R(g * g));
     g2[i] = T(s);
-    param[i] = T(p - R(R(S(a.lr) * g) / R(sqrt(R(s + S(a.eps))))));
+    param[i] = T(p - R(R(F(a.lr) * g) / R(sqrt(R(s + S(a.eps))))));
   } else if constexpr (Rule == UpdateRule::Rmsprop) {
     // state[0]: square_avg; state[1]: grad_avg (centered); state[2]: momentum_buffer.
     T* sq = static_cast<T*>(a.state[0]);
     if (a.weight_decay != 0) g = R(mul_add<Fused>(p, S(a.weight_decay), g));
-    const M alpha = S(a.alpha);
-    const M s = R(mul_add<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * alpha)));
+    const M s = R(mul_add<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * F(a.alpha))));
     sq[i] = T(s);
     M avg;
     if (a.centered) {
       T* ga = static_cast<T*>(a.state[1]);
-      const M mean = R(mul_add<Fused>(g, S(1 - a.alpha), R(M(ga[i]) * alpha)));
+      const M mean = R(lerp<Fused>(M(ga[i]), g, F(1 - a.alpha)));  // grad_avg.lerp_(g, 1 - alpha)
       ga[i] = T(mean);
       avg = R(
           sqrt(R(mul_add<Fused>(-mean, mean, s))));  // square_avg.addcmul(ga, ga, value=-1).sqrt_()
@@ -122,7 +135,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     avg = R(avg + S(a.eps));
     if (a.momentum > 0) {
       T* buf = static_cast<T*>(a.state[2]);
-      const M b = R(R(M(buf[i]) * S(a.momentum)) + g / avg);  // buf.mul_(m).addcdiv_(g, avg)
+      const M b = R(R(M(buf[i]) * F(a.momentum)) + g / avg);  // buf.mul_(m).addcdiv_(g, avg)
       buf[i] = T(b);
       param[i] = T(mul_add<Fused>(b, S(-a.lr), p));
     } else {
@@ -133,13 +146,13 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     T* m = static_cast<T*>(a.state[0]);
     T* v = static_cast<T*>(a.state[1]);
     if constexpr (Rule == UpdateRule::AdamW) {
-      p = R(p * S(1 - a.lr * a.weight_decay));  // decoupled decay, first, on the old parameter
+      p = R(p * F(1 - a.lr * a.weight_decay));  // decoupled decay, first, on the old parameter
     } else if (a.weight_decay != 0) {
       g = R(mul_add<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
     }
     // BEGIN SOLUTION ch06 adam_update
-    const M mi = R(mul_add<Fused>(g, S(1 - a.beta1), R(M(m[i]) * S(a.beta1))));
-    const M vi = R(mul_add<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * S(a.beta2))));
+    const M mi = R(lerp<Fused>(M(m[i]), g, F(1 - a.beta1)));  // exp_avg.lerp_(g, 1 - beta1)
+    const M vi = R(mul_add<Fused>(F(1 - a.beta2) * g, g, R(M(v[i]) * F(a.beta2))));
     m[i] = T(mi);
     v[i] = T(vi);
     M second = vi;
@@ -149,7 +162,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
       second = (old != old || vi != vi) ? old + vi : (old > vi ? old : vi);  // torch.maximum
       vmax[i] = T(second);
     }
-    const M denom = R(R(R(sqrt(second)) / S(a.bias_correction2_sqrt)) + S(a.eps));
+    const M denom = R(R(R(sqrt(second)) / F(a.bias_correction2_sqrt)) + S(a.eps));
     param[i] = T(p + (F(-a.step_size) * mi) / denom);  // p.addcdiv_(m, denom, value=-step_size)
     // END SOLUTION ch06 adam_update
   }
