@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "tiny/amp.h"
 #include "tiny/functional.h"
+#include "tiny/memory.h"
 #include "tiny/nn.h"
 #include "tiny/op_table.h"
 #include "tiny/ops.h"
@@ -211,6 +212,35 @@ TEST(Autocast, AWeightIsCastOncePerScope) {
     sum(layer.forward(x).to(kFloat32)).backward();
   }
   EXPECT_TRUE(allclose(both, mul(layer.weight.grad(), scalar_tensor(2.0))));
+}
+
+// Seed document 000's step_memory model under bfloat16 autocast: the tensors the graph keeps, in
+// the order PyTorch 2.15 keeps them (tests/fixtures/ch08_pytorch.txt): each matmul's bfloat16
+// input before its bfloat16 weight copy, the ReLU's result, and pow's float32 input.
+TEST(Autocast, StepMemoryModelSavesWhatPyTorchSaves) {
+  std::ifstream in(std::string(TINY_SOURCE_DIR) + "/tests/fixtures/ch08_pytorch.txt");
+  ASSERT_TRUE(in) << "tests/fixtures/ch08_pytorch.txt is missing";
+  std::vector<std::string> torch_saved;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("saved ", 0) == 0) torch_saved.push_back(line.substr(6));
+  ASSERT_EQ(torch_saved.size(), 5u);
+  manual_seed(0);
+  nn::Sequential model({std::make_shared<nn::Linear>(1024, 4096), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(4096, 1024)});
+  const Tensor x = randn({64, 1024});
+  std::vector<std::string> ours;
+  {
+    SavedTensorLog log;
+    const AutocastGuard autocast(Device::Type::CPU, kBFloat16);
+    const Tensor loss = model(x).to(kFloat32).pow(2).mean();
+    for (const SavedTensorRecord& r : log.records()) {
+      std::string line = "[";  // as Python prints list(t.shape): [64, 1024] bfloat16
+      for (size_t d = 0; d < r.shape.size(); ++d)
+        line += (d ? ", " : "") + std::to_string(r.shape[d]);
+      ours.push_back(line + "] " + dtype_name(r.dtype));
+    }
+  }
+  EXPECT_EQ(ours, torch_saved);
 }
 
 // Nested guards share the outermost one's cache; cache_enabled=false casts at every use; the

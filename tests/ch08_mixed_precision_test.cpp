@@ -1,6 +1,6 @@
 // Chapter 08's program, run for real: its golden output, its README, the five lines PyTorch
 // prints for step_memory.py under autocast (tests/fixtures/ch08_pytorch.txt, written by the
-// script beside it with PyTorch 1.13), and what the five training runs must show, with the
+// script beside it with PyTorch 2.15), and what the five training runs must show, with the
 // tolerances the runs support (the numbers themselves depend on the processor's BLAS kernels).
 #include <fstream>
 #include <map>
