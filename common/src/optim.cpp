@@ -295,8 +295,8 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
 }
 
 // Adds one to the float32 step counter, as `step_t += 1` does, and returns the new count.
-// The counter is a one-element float32 CPU tensor (as in PyTorch 1.13, which keeps it a tensor
-// so that it can be saved with the rest of the state); it is updated in place, directly.
+// The counter is a one-element float32 CPU tensor (as in PyTorch 1.13 and 2.x, which keep it a
+// tensor so that it can be saved with the rest of the state); it is updated in place, directly.
 double count_step(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
   if (it == state.end()) it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
