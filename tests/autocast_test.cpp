@@ -234,10 +234,11 @@ TEST(Autocast, StepMemoryModelSavesWhatPyTorchSaves) {
     const AutocastGuard autocast(Device::Type::CPU, kBFloat16);
     const Tensor loss = model(x).to(kFloat32).pow(2).mean();
     for (const SavedTensorRecord& r : log.records()) {
-      std::string line = "[";  // as Python prints list(t.shape): [64, 1024] bfloat16
-      for (size_t d = 0; d < r.shape.size(); ++d)
-        line += (d ? ", " : "") + std::to_string(r.shape[d]);
-      ours.push_back(line + "] " + dtype_name(r.dtype));
+      std::ostringstream line;  // as Python prints list(t.shape): [64, 1024] bfloat16
+      line << "[";
+      for (size_t d = 0; d < r.shape.size(); ++d) line << (d ? ", " : "") << r.shape[d];
+      line << "] " << dtype_name(r.dtype);
+      ours.push_back(line.str());
     }
   }
   EXPECT_EQ(ours, torch_saved);

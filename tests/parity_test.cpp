@@ -359,20 +359,21 @@ std::string run_saved_matmul(const std::string& input) {
   return answer([&] {
     SavedTensorLog log;
     const Tensor r = matmul(a, b);
-    std::string out = r.grad_fn()->name() + " <-";
+    std::ostringstream out;
+    out << r.grad_fn()->name() << " <-";
     const char* sep = " ";
     for (const Edge& e : r.grad_fn()->next_functions()) {
-      out += sep + (e.fn ? e.fn->name() : std::string("None"));
+      out << sep << (e.fn ? e.fn->name() : std::string("None"));
       sep = ",";
     }
-    out += " saved";
+    out << " saved";
     for (const SavedTensorRecord& rec : log.records()) {
-      out += " [";
-      for (size_t d = 0; d < rec.shape.size(); ++d)
-        out += (d ? "," : "") + std::to_string(rec.shape[d]);
-      out += "]";
+      out << " [";
+      for (size_t d = 0; d < rec.shape.size(); ++d) out << (d ? "," : "") << rec.shape[d];
+      out << "]";
     }
-    return log.records().empty() ? out + " -" : out;
+    if (log.records().empty()) out << " -";
+    return out.str();
   });
 }
 
