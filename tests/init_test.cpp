@@ -194,23 +194,48 @@ TEST(Init, BadInputRaisesPyTorchsErrors) {
 
 TEST(Init, WarnsLikePyTorch) {
   Tensor w = empty({3, 4});
-  ::testing::internal::CaptureStderr();
-  init::trunc_normal_(w, 10, 1, -2, 2);
-  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
-                "UserWarning: mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
-                "distribution of values may be incorrect."),
-            std::string::npos);
+  {
+    WarningCapture caught;
+    init::trunc_normal_(w, 10, 1, -2, 2);
+    EXPECT_EQ(caught.messages(),
+              std::vector<std::string>{"mean is more than 2 std from [a, b] in "
+                                       "nn.init.trunc_normal_. The distribution of values may "
+                                       "be incorrect."});
+  }
   // Candidates in [-2, 2] accepted with probability pdf(x) / pdf(2): below 0 that is under
   // e^-18, so every value lands near b.
   EXPECT_LE(tiny::max(w).item(), 2.0);
   EXPECT_GT(-tiny::max(neg(w)).item(), 0.0);
   Tensor none = empty({0, 4});
+  {
+    WarningCapture caught;
+    init::kaiming_uniform_(none);
+    EXPECT_EQ(caught.messages(),
+              std::vector<std::string>{"Initializing zero-element tensors is a no-op"});
+  }
+  WarningCapture caught;
+  init::trunc_normal_(w, 0, 1, -2, 2);
+  EXPECT_TRUE(caught.messages().empty());
+}
+
+// Without a capture a warning is printed as Python prints it, once per message: a loop that
+// repeats a mistake is told once.
+TEST(Warnings, PrintedOnceLikePythonsDefaultFilter) {
+  const std::string message = "a warning only this test gives";
   ::testing::internal::CaptureStderr();
-  init::kaiming_uniform_(none);
-  EXPECT_NE(::testing::internal::GetCapturedStderr().find(
-                "UserWarning: Initializing zero-element tensors is a no-op"),
-            std::string::npos);
-  ::testing::internal::CaptureStderr();
-  init::trunc_normal_(w, 0, 1, -2, 2);  // no warning
-  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  warn(message);
+  warn(message);
+  warn(message + ", again");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "UserWarning: " + message + "\nUserWarning: " + message + ", again\n");
+  // A capture sees every one, repeats included, and the innermost capture takes them.
+  WarningCapture outer;
+  {
+    WarningCapture inner;
+    warn(message);
+    warn(message);
+    EXPECT_EQ(inner.messages().size(), 2u);
+  }
+  warn("after the inner one");
+  EXPECT_EQ(outer.messages(), std::vector<std::string>{"after the inner one"});
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +16,6 @@
 namespace tiny::init {
 
 namespace {
-
-void warn(const std::string& message) { std::cerr << "UserWarning: " << message << "\n"; }
 
 // Whether t's elements fill a block of memory without gaps or overlaps, in some order of its
 // dimensions (PyTorch's is_non_overlapping_and_dense): sorted by stride, each dimension's

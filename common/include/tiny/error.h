@@ -2,10 +2,12 @@
 /// @brief The exceptions the library throws, named after the Python exceptions PyTorch raises.
 ///
 /// Every error is a C++ exception whose `what()` is the message a PyTorch user would recognise.
-/// The library never aborts and never prints and continues.
+/// The library never aborts. Where PyTorch warns and goes on (a loss whose target broadcasts
+/// against its input, a matmul precision it does not know), the library does too, through warn().
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace tiny {
 
@@ -92,6 +94,29 @@ class ExerciseNotImplemented : public NotImplementedError {
   /// "not implemented: <exercise>".
   explicit ExerciseNotImplemented(const std::string& exercise)
       : NotImplementedError("not implemented: " + exercise) {}
+};
+
+/// Prints "UserWarning: <message>" on standard error, the first time this process gives this
+/// message: Python's default filter shows a warning once per place in the code, so a training
+/// loop that makes the same mistake every step is told once.
+void warn(const std::string& message);
+
+/// Collects the warnings given while it lives, every one of them, instead of printing them
+/// (Python's `warnings.catch_warnings(record=True)` with the filter "always"). Captures nest: the
+/// innermost one collects.
+class WarningCapture {
+ public:
+  WarningCapture();
+  ~WarningCapture();
+  WarningCapture(const WarningCapture&) = delete;             ///< one capture, one scope
+  WarningCapture& operator=(const WarningCapture&) = delete;  ///< one capture, one scope
+  /// The messages given so far, in order, without the "UserWarning: " prefix.
+  const std::vector<std::string>& messages() const { return messages_; }
+
+ private:
+  friend void warn(const std::string& message);
+  std::vector<std::string> messages_;
+  WarningCapture* outer_;
 };
 
 }  // namespace tiny
