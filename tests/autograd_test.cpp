@@ -280,11 +280,33 @@ TEST(Ch03_Autograd, LossesAreStableAndMatchPyTorch) {
         cross_entropy(zeros({2, 3}), tensor({0, 3}));
       },
       "Target 3 is out of bounds."));
-  EXPECT_TRUE(throws_with<ValueError>(
-      [] {
-        mse_loss(zeros({2, 3}), zeros({3}));
-      },
-      "Target size (torch.Size([3])) must be the same as input size (torch.Size([2, 3]))"));
+  // A target that broadcasts is used so, after PyTorch's warning; one that does not is refused.
+  {
+    WarningCapture caught;
+    EXPECT_EQ(mse_loss(tensor({{1.0, 2.0}, {3.0, 4.0}}, kFloat64), tensor({1.0, 0.0}, kFloat64))
+                  .item(),
+              (0.0 + 4.0 + 4.0 + 16.0) / 4);
+    EXPECT_EQ(caught.messages(),
+              std::vector<std::string>{
+                  "Using a target size (torch.Size([2])) that is different to the input size "
+                  "(torch.Size([2, 2])). This will likely lead to incorrect results due to "
+                  "broadcasting. Please ensure they have the same size."});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [] { mse_loss(zeros({2, 3}), zeros({2})); },
+        "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"));
+  }
+  // The gradient reaches a broadcast target summed over the rows it was repeated along, through
+  // ExpandBackward0 as in PyTorch; the input, already of the broadcast shape, is not expanded.
+  const Tensor x = tensor({{1.0, 2.0}, {3.0, 4.0}}, kFloat64).requires_grad_();
+  const Tensor y = tensor({0.5, 1.0}, kFloat64).requires_grad_();
+  WarningCapture quiet;
+  const Tensor loss = mse_loss(x, y);
+  EXPECT_EQ(loss.grad_fn()->next_functions()[0].fn->name(), "AccumulateGrad");
+  EXPECT_EQ(loss.grad_fn()->next_functions()[1].fn->name(), "ExpandBackward0");
+  loss.backward();
+  // d/dy of mean((x - y)^2) = -2/4 * sum over rows of (x - y): (-0.5 (0.5 + 2.5), -0.5 (1 + 3)).
+  EXPECT_TRUE(close(y.grad(), tensor({-1.5, -2.0}, kFloat64), 0, 0));
+  EXPECT_TRUE(close(x.grad(), tensor({{0.25, 0.5}, {1.25, 1.5}}, kFloat64), 0, 0));
 }
 
 // The cases a small tape gets wrong.
@@ -633,4 +655,72 @@ TEST(Ch03_Autograd, InPlaceWritesPyTorchRefuses) {
   ints.select(0, 1).add_(10);
   EXPECT_FALSE(ints.is_view());
   EXPECT_EQ(ints.index({1, 2}).item<int64_t>(), 15);
+}
+
+// nll_loss and cross_entropy over the shapes PyTorch takes, against a float64 loop: one sample
+// (C,), a batch (N, C), and a class per position (N, C, d1, ...), with targets of -100 (the
+// default ignore_index) and of a chosen ignore_index left out of the mean. The gradient puts
+// -1/count on each picked element.
+TEST(Losses, NllLossOverEveryShapeWithIgnoredTargets) {
+  TINY_SEEDED(rng);
+  const std::vector<Shape> shapes = {{4}, {3, 4}, {2, 4, 3}, {2, 4, 2, 3}, {2, 4, 1, 2, 2}};
+  for (int trial = 0; trial < 40; ++trial) {
+    const Shape shape = shapes[static_cast<size_t>(trial) % shapes.size()];
+    const int64_t C = shape.size() == 1 ? shape[0] : shape[1];
+    Shape tshape;  // the target: the shape without its class dimension
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (d != (shape.size() == 1 ? 0u : 1u)) tshape.push_back(shape[d]);
+    const bool custom = trial % 3 == 2;  // then class 1 is the one ignored
+    const int64_t ignore = custom ? 1 : -100;
+    Tensor target = empty(tshape, kInt64);
+    for (int64_t i = 0; i < target.numel(); ++i)
+      target.data<int64_t>()[i] = uniform_int(rng, 0, 3) == 0 ? ignore : uniform_int(rng, 0, C - 1);
+    const Tensor x = random_values(rng, shape).requires_grad_();
+    const Tensor loss = nll_loss(x, target, ignore);
+    // The reference: walk the target; its element k sits at (n, rest) with the class at dim 1.
+    const Tensor xc = x.detach().contiguous();
+    const int64_t inner = shape.size() <= 2 ? 1 : target.numel() / shape[0];
+    double total = 0;
+    int64_t count = 0;
+    std::vector<double> grad(static_cast<size_t>(x.numel()), 0.0);
+    std::vector<int64_t> picked;
+    for (int64_t k = 0; k < target.numel(); ++k) {
+      const int64_t c = target.data<int64_t>()[k];
+      if (c == ignore) continue;
+      const int64_t n = k / inner, rest = k % inner;
+      const int64_t flat = (n * C + c) * inner + rest;
+      total += xc.data<double>()[flat];
+      picked.push_back(flat);
+      ++count;
+    }
+    const double expected = -total / static_cast<double>(count);
+    if (count == 0) {
+      EXPECT_TRUE(std::isnan(loss.item()));
+      continue;
+    }
+    EXPECT_NEAR(loss.item(), expected, 1e-12) << "shape " << format_tuple(shape);
+    EXPECT_EQ(loss.grad_fn()->name(), shape.size() <= 2 ? "NllLossBackward0" : "NllLoss2DBackward0");
+    loss.backward();
+    for (int64_t flat : picked) grad[static_cast<size_t>(flat)] = -1.0 / static_cast<double>(count);
+    const Tensor g = x.grad().contiguous();
+    for (int64_t i = 0; i < x.numel(); ++i)
+      ASSERT_EQ(g.data<double>()[i], grad[static_cast<size_t>(i)]) << "element " << i;
+    // cross_entropy is nll_loss of log_softmax over the class dimension.
+    const int64_t class_dim = shape.size() == 1 ? 0 : 1;
+    EXPECT_NEAR(cross_entropy(x.detach(), target, ignore).item(),
+                nll_loss(log_softmax(x.detach(), class_dim), target, ignore).item(), 0);
+  }
+  // Every target ignored: 0 / 0, NaN, as in PyTorch.
+  EXPECT_TRUE(std::isnan(nll_loss(zeros({2, 3}), tensor({-100, -100})).item()));
+  // Class probabilities per position: -sum p log q over everything, over N * positions.
+  const Tensor logits = tensor({{{0.5, -1.0}, {2.0, 0.0}, {1.0, 1.0}}}, kFloat64);  // (1, 3, 2)
+  const Tensor p = full({1, 3, 2}, 1.0 / 3, kFloat64);
+  double reference = 0;
+  for (int64_t j = 0; j < 2; ++j) {
+    double m = -INFINITY, z = 0;
+    for (int64_t c = 0; c < 3; ++c) m = std::max(m, logits.at({0, c, j}));
+    for (int64_t c = 0; c < 3; ++c) z += std::exp(logits.at({0, c, j}) - m);
+    for (int64_t c = 0; c < 3; ++c) reference -= (logits.at({0, c, j}) - m - std::log(z)) / 3;
+  }
+  EXPECT_NEAR(cross_entropy(logits, p).item(), reference / 2, 1e-12);
 }

@@ -483,3 +483,59 @@ TEST(Views, FillingAnExpandedViewFillsWhatItReads) {
   e.zero_();
   EXPECT_EQ(e.tolist(), (std::vector<double>(6, 0.0)));
 }
+
+// torch.diagonal against a loop that walks the diagonal index by index: every pair of dims,
+// offsets on both sides and past the edges, strided inputs; and its gradient, which puts each
+// element's gradient back on the diagonal it came from.
+TEST(Views, DiagonalPicksIndicesThatDifferByTheOffset) {
+  TINY_SEEDED(rng);
+  for (int trial = 0; trial < 300; ++trial) {
+    const Shape shape = random_shape(rng, 4, 4);
+    if (shape.size() < 2) continue;
+    const Tensor x = random_layout(rng, random_values(rng, shape), kFloat64);
+    const int64_t n = x.dim();
+    int64_t d1 = uniform_int(rng, 0, n - 1), d2 = uniform_int(rng, 0, n - 2);
+    if (d2 >= d1) ++d2;
+    const int64_t offset = uniform_int(rng, -5, 5);
+    // Negative dims name the same ones.
+    const int64_t a1 = uniform_int(rng, 0, 1) ? d1 - n : d1;
+    const int64_t a2 = uniform_int(rng, 0, 1) ? d2 - n : d2;
+    const Tensor leaf_x = x.detach().requires_grad_();
+    const Tensor y = leaf_x.diagonal(offset, a1, a2);
+    ASSERT_EQ(y.grad_fn()->name(), "DiagonalBackward0");
+    EXPECT_TRUE(y.shares_storage_with(x));
+    // The expected shape: the other dims in order, then the diagonal's length.
+    Shape expected_shape;
+    for (int64_t d = 0; d < n; ++d)
+      if (d != d1 && d != d2) expected_shape.push_back(shape[d]);
+    const int64_t r1 = std::max<int64_t>(-offset, 0), r2 = std::max<int64_t>(offset, 0);
+    expected_shape.push_back(std::max<int64_t>(0, std::min(shape[d1] - r1, shape[d2] - r2)));
+    ASSERT_EQ(y.shape(), expected_shape) << "offset " << offset << " dims " << a1 << ", " << a2;
+    const Tensor w = random_values(rng, y.shape());
+    (y * w).sum().backward();
+    const Tensor g = leaf_x.grad();
+    // Every element of x: on the diagonal it got w's value and y holds it; elsewhere a zero.
+    for (const auto& idx : all_indices(shape)) {
+      const int64_t k = idx[d1] - r1;
+      const bool on = k >= 0 && idx[d2] - r2 == k && k < expected_shape.back();
+      if (!on) {
+        EXPECT_EQ(g.at(idx), 0.0);
+        continue;
+      }
+      std::vector<int64_t> out;
+      for (int64_t d = 0; d < n; ++d)
+        if (d != d1 && d != d2) out.push_back(idx[d]);
+      out.push_back(k);
+      EXPECT_EQ(y.at(out), x.at(idx));
+      EXPECT_EQ(g.at(idx), w.at(out));
+    }
+  }
+  // An offset far past either edge is an empty diagonal, not an overflow.
+  EXPECT_EQ(ones({2, 3}).diagonal(INT64_MAX).shape(), (Shape{0}));
+  EXPECT_EQ(ones({2, 3}).diagonal(INT64_MIN).shape(), (Shape{0}));
+  EXPECT_EQ(ones({2, 3}).diagonal(-1).shape(), (Shape{1}));
+  // A view: writing through it writes the matrix.
+  Tensor m = zeros({3, 3});
+  m.diagonal().fill_(1.0);
+  EXPECT_TRUE(close(m, tensor({{1.0, 0.0, 0.0}, {0.0, 1.0, 0.0}, {0.0, 0.0, 1.0}}), 0, 0));
+}

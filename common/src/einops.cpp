@@ -66,7 +66,7 @@ std::string axis_str(const std::string& name) {
 // One side of a pattern, read as einops reads it (einops/parsing.py, ParsedExpression): the
 // ellipsis becomes one character, then names are runs of letters, digits and '_', separated by
 // spaces and parentheses; any other character is refused. A name is checked when it ends.
-Groups parse_side(const std::string& side) {
+Groups parse_side(const std::string& side, bool allow_duplicates = false) {
   static std::atomic<int64_t> anonymous_count{0};
   const char kMark = '\x1f';  // the ellipsis while reading, where einops uses kEllipsisGlyph
   std::string text = side;
@@ -93,7 +93,7 @@ Groups parse_side(const std::string& side) {
     else groups.push_back({name});
   };
   auto add = [&](const std::string& token) {
-    if (seen.count(token))
+    if (seen.count(token) && !allow_duplicates)
       throw PatternError{"Indexing expression contains duplicate dimension \"" + token + "\""};
     if (token == std::string(1, kMark)) {  // one at most: the dots were counted above
       if (in_bracket) bracket.push_back(kMergedEllipsis);
@@ -569,12 +569,25 @@ void check_einsum_operands(const std::vector<Tensor>& operands, const std::vecto
     const Groups& side = inputs[k];
     const size_t dots = static_cast<size_t>(
         std::find(side.begin(), side.end(), std::vector<std::string>{kEllipsis}) - side.begin());
+    // Groups after the ellipsis count from the operand's last dimension.
+    auto dim_of = [&](size_t i) {
+      return i < dots ? static_cast<int64_t>(i) : x.dim() - static_cast<int64_t>(side.size() - i);
+    };
     for (size_t i = 0; i < side.size(); ++i) {
       if (i == dots) continue;
-      // Groups after the ellipsis count from the operand's last dimension.
-      const int64_t d = i < dots ? static_cast<int64_t>(i)
-                                 : x.dim() - static_cast<int64_t>(side.size() - i);
-      const int64_t s = x.size(d);
+      const int64_t s = x.size(dim_of(i));
+      // A name repeated within one operand is a diagonal: both sizes must be equal.
+      const size_t first =
+          static_cast<size_t>(std::find(side.begin(), side.end(), side[i]) - side.begin());
+      if (first < i) {
+        const int64_t p = x.size(dim_of(first));
+        if (s != p)
+          throw RuntimeError(std::string("einsum(): subscript ") + letter.at(side[i][0]) +
+                             " is repeated for operand " + std::to_string(k) +
+                             " but the sizes don't match, " + std::to_string(s) +
+                             " != " + std::to_string(p));
+        continue;
+      }
       int64_t& before = seen.try_emplace(side[i][0], 1).first->second;
       if (before == 1) before = s;
       else if (s != 1 && s != before)
@@ -600,7 +613,8 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
     const std::string lhs = pattern.substr(0, arrow), rhs = pattern.substr(arrow + 2);
     for (size_t start = 0;;) {
       const size_t comma = lhs.find(',', start);
-      inputs.push_back(parse_side(lhs.substr(start, comma - start)));
+      // einops lets an input name an axis twice (a diagonal), not the output.
+      inputs.push_back(parse_side(lhs.substr(start, comma - start), /*allow_duplicates=*/true));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
@@ -629,7 +643,21 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
           n = kEllipsis + std::to_string(std::stoll(n.substr(3)) + ellipsis_dims - own[k]);
         axes.push_back(n);
       }
-      named.push_back({operands[k], axes});
+      // A name given twice is the diagonal of those two dimensions, which the view puts last.
+      Tensor t = operands[k];
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const size_t j = static_cast<size_t>(
+            std::find(axes.begin() + static_cast<int64_t>(i) + 1, axes.end(), axes[i]) -
+            axes.begin());
+        if (j == axes.size()) continue;
+        t = t.diagonal(0, static_cast<int64_t>(i), static_cast<int64_t>(j));
+        const std::string name = axes[i];
+        axes.erase(axes.begin() + static_cast<int64_t>(j));
+        axes.erase(axes.begin() + static_cast<int64_t>(i));
+        axes.push_back(name);
+        --i;  // the name now at i has not been looked at
+      }
+      named.push_back({t, axes});
     }
     std::vector<std::string> out_axes = names_of(expand_ellipsis(output, ellipsis_dims));
     // Multiply left to right, keeping the axes that the output or a later operand needs.

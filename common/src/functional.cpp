@@ -25,11 +25,10 @@ const char* softmax_kernel(const std::string& op, const Tensor& x, int64_t dim) 
   return op == "softmax" ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl";
 }
 
-// PyTorch's ValueError for binary_cross_entropy_with_logits; mse_loss, which PyTorch broadcasts
-// with a warning, refuses here in the same words, prefixed with its name.
-void require_same_shape(const char* prefix, const Tensor& a, const Tensor& b) {
+// PyTorch's ValueError for binary_cross_entropy_with_logits.
+void require_same_shape(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape())
-    throw ValueError(std::string(prefix) + "Target size (" + detail::torch_size_str(b.shape()) +
+    throw ValueError("Target size (" + detail::torch_size_str(b.shape()) +
                      ") must be the same as input size (" + detail::torch_size_str(a.shape()) +
                      ")");
 }
@@ -92,11 +91,21 @@ Tensor softmax(const Tensor& input, int64_t dim) {
 }
 
 Tensor mse_loss(const Tensor& input_, const Tensor& target_) {
-  const std::vector<Tensor> cast = detail::autocast({&input_, &target_}, detail::kAutocastFloat32);
+  // A target of another shape is broadcast against the input, after a warning: a (N, 1) output
+  // against a (N,) target silently becomes an (N, N) average, the classic regression bug.
+  if (input_.shape() != target_.shape())
+    warn("Using a target size (" + detail::torch_size_str(target_.shape()) +
+         ") that is different to the input size (" + detail::torch_size_str(input_.shape()) +
+         "). This will likely lead to incorrect results due to broadcasting. Please ensure they "
+         "have the same size.");
+  const Shape shape = broadcast_shapes(input_.shape(), target_.shape());
+  // torch.broadcast_tensors: an operand already of the broadcast shape is passed on as it is.
+  const Tensor input_b = input_.shape() == shape ? input_ : input_.expand(shape);
+  const Tensor target_b = target_.shape() == shape ? target_ : target_.expand(shape);
+  const std::vector<Tensor> cast = detail::autocast({&input_b, &target_b}, detail::kAutocastFloat32);
   const Tensor &input = cast[0], &target = cast[1];
   const detail::AutocastOff inside;
   require_floating("mse_loss", input);
-  require_same_shape("mse_loss: ", input, target);
   Tensor out;
   {
     NoGradGuard values_only;
@@ -124,7 +133,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& tar
   const Tensor &logits = cast[0], &target = cast[1];
   const detail::AutocastOff inside;
   require_floating("binary_cross_entropy_with_logits", logits);
-  require_same_shape("", logits, target);
+  require_same_shape(logits, target);
   Tensor out;
   {
     NoGradGuard values_only;
@@ -149,69 +158,128 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& tar
   return out;
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index) {
   const Tensor log_probs = detail::autocast(input, detail::kAutocastFloat32);
   const detail::AutocastOff inside;
   require_floating("nll_loss", log_probs);
-  // PyTorch's checks in its order; then the library's own limit (PyTorch also takes one sample
-  // of shape (C,), and (N, C, d1, ...) with targets (N, d1, ...)).
-  if (log_probs.dim() == 0) throw ValueError("Expected 1 or more dimensions (got 0)");
-  if (log_probs.dim() == 2 && target.dim() >= 1 && target.size(0) != log_probs.size(0))
+  // PyTorch's checks, in its order. Its three forms: one sample (C,) with a 0-dim (or one-element)
+  // target; a batch (N, C) with targets (N,); and (N, C, d1, ...) with targets (N, d1, ...), for
+  // a class per pixel or per position, which PyTorch computes as its 2-D-image loss.
+  const int64_t dims = log_probs.dim();
+  if (dims == 0) throw ValueError("Expected 1 or more dimensions (got 0)");
+  // (PyTorch reads a 0-dim target's batch size as 0.)
+  const int64_t target_batch = target.dim() >= 1 ? target.size(0) : 0;
+  if (dims != 1 && log_probs.size(0) != target_batch)
     throw ValueError("Expected input batch_size (" + std::to_string(log_probs.size(0)) +
-                     ") to match target batch_size (" + std::to_string(target.size(0)) + ").");
-  if (log_probs.dim() <= 2 && target.dim() > 1)
-    throw RuntimeError("0D or 1D target tensor expected, multi-target not supported");
-  if (log_probs.dim() != 2 || target.dim() != 1 || target.size(0) != log_probs.size(0))
-    throw ValueError("nll_loss: expected log_probs of shape (N, C) and target of shape (N,), got " +
-                     detail::shape_str(log_probs.shape()) + " and " +
-                     detail::shape_str(target.shape()));
+                     ") to match target batch_size (" + std::to_string(target_batch) + ").");
+  const char* node = "NllLossBackward0";
+  Tensor lp = log_probs;
+  if (dims <= 2) {
+    if (target.dim() > 1)
+      throw RuntimeError("0D or 1D target tensor expected, multi-target not supported");
+    if (dims == 1 && target.dim() == 1 && target.size(0) != 1)
+      throw ValueError("For 1D input, 1D target must have size 1, but got target size: " +
+                       std::to_string(target.size(0)));
+  } else {
+    Shape expected{log_probs.size(0)};
+    expected.insert(expected.end(), log_probs.shape().begin() + 2, log_probs.shape().end());
+    if (dims != 4 && target.shape() != expected)
+      throw RuntimeError("Expected target size " + detail::shape_str(expected) + ", got " +
+                         detail::shape_str(target.shape()));
+    if (dims == 4 && target.dim() != 3)
+      throw RuntimeError(
+          "only batches of spatial targets supported (3D tensors) but got targets of dimension: " +
+          std::to_string(target.dim()));
+    if (dims == 4 && target.shape() != expected)
+      throw RuntimeError("size mismatch (got input: " + detail::shape_str(log_probs.shape()) +
+                         " , target: " + detail::shape_str(target.shape()));
+    // Other ranks become the 4-D form through a view (ViewBackward0), as in PyTorch.
+    if (dims != 4) {
+      const int64_t rest = log_probs.numel() > 0 ? -1 : 0;  // -1 cannot be inferred from 0
+      lp = log_probs.contiguous().view({log_probs.size(0), log_probs.size(1), rest == 0 ? 0 : 1, rest});
+    }
+    node = "NllLoss2DBackward0";
+  }
   // PyTorch 2.x takes class indices as int64 or uint8 (1.13: int64 only).
   if (target.dtype() != kInt64 && target.dtype() != kUInt8)
     throw RuntimeError(std::string("expected target dtype to be Long or Byte, but got ") +
                        dtype_legacy_name(target.dtype()));
-  const int64_t N = log_probs.size(0), C = log_probs.size(1);
-  const Tensor t = target.to(kInt64).contiguous().cpu();  // the check reads the classes here
-  const int64_t* cls = t.data<int64_t>();
-  for (int64_t i = 0; i < N; ++i)
+  const int64_t C = lp.size(dims == 1 ? 0 : 1);
+  // The classes, read on the CPU in the target's order: the first one out of range is named.
+  // The first one out of range is named; an ignored one becomes -1, which matches no class.
+  Tensor classes = target.to(kInt64).contiguous().cpu().clone();
+  int64_t* cls = classes.data<int64_t>();
+  int64_t counted = 0;  // the targets that are not ignore_index: the mean's denominator
+  for (int64_t i = 0; i < classes.numel(); ++i) {
+    if (cls[i] == ignore_index) {
+      cls[i] = -1;
+      continue;
+    }
     if (cls[i] < 0 || cls[i] >= C)
       throw IndexError("Target " + std::to_string(cls[i]) + " is out of bounds.");
-  // A one-hot mask picks log_probs[i, target[i]].
-  const Tensor picked = eq(arange(C).to(target.device()).unsqueeze(0), target.unsqueeze(1));
+    ++counted;
+  }
+  // A one-hot mask along the class dimension picks lp[..., target, ...]: the targets laid out
+  // like lp with its class dimension of size 1, against 0, 1, ..., C - 1 along it.
+  Shape class_axis(static_cast<size_t>(lp.dim()), 1), target_axis = lp.shape();
+  const size_t at = dims == 1 ? 0 : 1;
+  class_axis[at] = C;
+  target_axis[at] = 1;
+  const Tensor picked = eq(arange(C).to(lp.device()).view(class_axis),
+                           classes.to(lp.device()).reshape(target_axis));
+  const double count = static_cast<double>(counted);
   Tensor out;
   {
     NoGradGuard values_only;
-    out = neg(div(sum(where(picked, log_probs, scalar_tensor(0, log_probs.dtype()))),
-                  scalar_tensor(static_cast<double>(N), log_probs.dtype())));
+    // With every target ignored this is 0 / 0: NaN, as in PyTorch.
+    out = neg(div(sum(where(picked, lp, scalar_tensor(0, lp.dtype()))),
+                  scalar_tensor(count, lp.dtype())));
   }
-  if (detail::should_record({&log_probs})) {
+  if (detail::should_record({&lp})) {
     detail::record(
-        out, "NllLossBackward0", {log_probs},
-        [picked, N](const Tensor& g) {
-          const Tensor each = div(neg(g), scalar_tensor(static_cast<double>(N), g.dtype()));
+        out, node, {lp},
+        [picked, count](const Tensor& g) {
+          const Tensor each = div(neg(g), scalar_tensor(count, g.dtype()));
           return std::vector<Tensor>{where(picked, each, scalar_tensor(0, g.dtype()))};
         },
-        static_cast<double>(N), static_cast<double>(N));
+        static_cast<double>(classes.numel()), static_cast<double>(classes.numel()));
   }
   return out;
 }
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index) {
   // PyTorch's CPU list casts cross_entropy to float32; its CUDA list leaves that to its parts,
   // log_softmax and nll_loss, which are on the list themselves.
   const Tensor logits =
       detail::autocast(input, {.cpu = AutocastClass::Float32, .cuda = AutocastClass::None});
-  // A target shaped like the logits holds class probabilities, one row per sample (PyTorch
-  // decides by shape alone, so integer classes laid out that way are an error, in its words).
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  // A target shaped like the logits holds class probabilities (PyTorch decides by shape alone,
+  // so integer classes laid out that way are an error, in its words).
   if (target.shape() == logits.shape()) {
     if (!is_floating(target.dtype()))
       throw RuntimeError(
           std::string("Expected floating point type for target with class probabilities, got ") +
           dtype_legacy_name(target.dtype()));
-    // -sum_c p_c log q_c per sample, averaged over the N samples.
-    const Tensor per_sample = -(log_softmax(logits, 1) * target).sum({1});
-    return per_sample.sum() / static_cast<double>(logits.numel() / logits.size(1));
+    if (ignore_index >= 0)
+      throw RuntimeError("ignore_index is not supported for floating point target");
+    // -sum p log q over every element, divided by the number of samples (positions included).
+    const Tensor lsm = log_softmax(logits, class_dim);
+    Tensor total = -(lsm * target).sum();
+    if (lsm.numel() == 0) return total.fill_(NAN);
+    // PyTorch divides by an integer count, not a tensor: its div.Scalar, DivBackward1.
+    const double samples = static_cast<double>(lsm.numel() / lsm.size(class_dim));
+    Tensor out;
+    {
+      NoGradGuard values_only;
+      out = total / samples;
+    }
+    if (detail::should_record({&total}))
+      detail::record(
+          out, "DivBackward1", {total},
+          [samples](const Tensor& g) { return std::vector<Tensor>{g / samples}; }, 1, 1);
+    return out;
   }
-  return nll_loss(log_softmax(logits, 1), target);
+  return nll_loss(log_softmax(logits, class_dim), target, ignore_index);
 }
 
 Tensor linear(const Tensor& input_, const Tensor& weight_, const Tensor& bias_) {
@@ -220,11 +288,12 @@ Tensor linear(const Tensor& input_, const Tensor& weight_, const Tensor& bias_) 
       detail::autocast({&input_, &weight_, &bias_}, detail::kAutocastLowerPrecision);
   const Tensor &input = cast[0], &weight = cast[1], &bias = cast[2];
   const detail::AutocastOff inside;
-  if (weight.dim() != 2)
-    throw RuntimeError("linear(): weight must be 2-D (out_features, in_features), got " +
-                       std::to_string(weight.dim()) + "-D");
-  if (input.dim() == 0)
-    throw RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D");
+  // PyTorch checks only this itself; a weight of another rank meets the checks of what follows
+  // (t() refuses three or more dimensions, addmm a 1-D weight; a 1-D weight without a bias is a
+  // matrix-vector product).
+  if (input.dim() == 0 || weight.dim() == 0)
+    throw RuntimeError("both arguments to linear need to be at least 1D, but they are " +
+                       std::to_string(input.dim()) + "D and " + std::to_string(weight.dim()) + "D");
   // PyTorch 2.x's three forms, with its graphs and its messages: one addmm for a matrix
   // (AddmmBackward0); the same on the rows of any other contiguous input with a 1-D bias, viewed
   // back as PyTorch's _unsafe_view (UnsafeViewBackward0); otherwise a matmul followed by the bias

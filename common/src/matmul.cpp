@@ -20,7 +20,9 @@ namespace tiny {
 
 namespace {
 
-std::atomic<bool> g_allow_tf32{false};  // torch.set_float32_matmul_precision("highest")
+// torch.set_float32_matmul_precision's setting, as an index into kPrecisions.
+constexpr const char* kPrecisions[] = {"highest", "high", "medium"};
+std::atomic<int> g_precision{0};
 
 std::string mat_shapes(int64_t r1, int64_t c1, int64_t r2, int64_t c2) {
   return "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(r1) + "x" +
@@ -220,14 +222,15 @@ Tensor detail::unsafe_view(const Tensor& t, const Shape& shape, const char* node
 }
 
 void set_float32_matmul_precision(const std::string& precision) {
-  if (precision == "highest") g_allow_tf32.store(false);
-  else if (precision == "high" || precision == "medium") g_allow_tf32.store(true);
-  else
-    throw RuntimeError("Invalid precision '" + precision +
-                       "', expected one of 'highest', 'high', 'medium'");
+  for (int k = 0; k < 3; ++k)
+    if (precision == kPrecisions[k]) return g_precision.store(k);
+  // PyTorch warns and keeps the setting it had (its message lacks a space, as here).
+  warn(precision +
+       " is not one of 'highest', 'high', or 'medium'; the currentsetFloat32MatmulPrecision "
+       "call has no effect.");
 }
 
-std::string float32_matmul_precision() { return g_allow_tf32.load() ? "high" : "highest"; }
+std::string float32_matmul_precision() { return kPrecisions[g_precision.load()]; }
 
 namespace {
 

@@ -280,6 +280,46 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
       });
 }
 
+Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  const int64_t d1 = wrap_dim(dim1, dim()), d2 = wrap_dim(dim2, dim());
+  if (d1 == d2)
+    throw RuntimeError("diagonal dimensions cannot be identical " + std::to_string(dim1) + ", " +
+                       std::to_string(dim2));
+  // The diagonal's length: how many (i, i + offset) pairs fit, none when the offset is past the
+  // edge. Compared without forming i + offset, which can overflow for a huge offset.
+  const int64_t n1 = shape_[d1], n2 = shape_[d2];
+  int64_t length = 0;
+  if (offset >= 0) length = offset >= n2 ? 0 : std::min(n1, n2 - offset);
+  else length = offset <= -n1 ? 0 : std::min(n1 + offset, n2);
+  // Its first element, (0, offset) or (-offset, 0). As in select(), the arithmetic can overflow
+  // only in a tensor with no elements (whose strides may be anything); it reads nothing, and its
+  // offset and last stride stay put.
+  int64_t start = 0, step = 0;
+  const bool skip = length == 0 ||
+                    (offset >= 0 ? detail::mul_overflows(offset, strides_[d2], &start)
+                                 : detail::mul_overflows(-offset, strides_[d1], &start));
+  if (skip || __builtin_add_overflow(offset_, start, &start)) start = offset_;
+  if (__builtin_add_overflow(strides_[d1], strides_[d2], &step)) step = INT64_MAX;
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (d != d1 && d != d2) {
+      shape.push_back(shape_[d]);
+      strides.push_back(strides_[d]);
+    }
+  shape.push_back(length);
+  strides.push_back(step);
+  const Shape base = shape_;
+  const DType dt = dtype_;
+  return detail::record_view(
+      Tensor(storage_, dtype_, shape, strides, start), *this, "DiagonalBackward0",
+      [base, dt, offset, d1, d2](const Tensor& g) {
+        return detail::scatter_into_zeros(g, base, dt, [offset, d1, d2](const Tensor& z) {
+          return z.diagonal(offset, d1, d2);
+        });
+      });
+}
+
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   // PyTorch 2.x's checks, in its order: a 0-dim tensor, the length, the dimension, the start
   // (in [-n, n], wrapped like a dimension), and the end.

@@ -28,7 +28,8 @@ Tensor reduce(const Tensor& x, const std::string& pattern, const std::string& re
               const AxisSizes& sizes = {});
 /// Multiplies and sums over named dimensions:
 /// einsum({q, k}, "batch query dim, batch key dim -> batch query key").
-/// As in einops.einsum, each name is one dimension: parentheses, "1", "()" and numbers raise
+/// A name given twice in one input takes the diagonal: einsum(m, "i i -> i") is m's diagonal,
+/// "i i ->" its trace. As in einops.einsum, each name is one dimension: parentheses, "1", "()" and numbers raise
 /// NotImplementedError, an output name no input has EinopsError, a pattern without "->"
 /// ValueError; operands that do not fit the pattern raise torch.einsum's RuntimeError, which
 /// names an axis by the letter einops gives it (a, b, c, ... in order of first appearance).

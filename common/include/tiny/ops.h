@@ -161,9 +161,10 @@ Tensor tril(const Tensor& a, int64_t diagonal = 0);
 /// torch.set_float32_matmul_precision: "highest" (the default) keeps float32 matmuls in full
 /// float32; "high" (or "medium") lets a GPU run them on its TF32 tensor cores, which read each
 /// input with a 10-bit mantissa and accumulate in float32: several times faster, with float16's
-/// precision per product. The CPU path is unaffected.
+/// precision per product. The CPU path is unaffected. Another word is warned about and changes
+/// nothing, as in PyTorch.
 void set_float32_matmul_precision(const std::string& precision);
-/// The current setting: "highest" or "high".
+/// The current setting: "highest", "high" or "medium".
 std::string float32_matmul_precision();
 
 /// Which implementation tiny::matmul uses on the CPU.

@@ -254,6 +254,10 @@ class Tensor {
                int64_t step = 1) const;
   /// `length` elements along `dim` starting at `start` (torch.narrow).
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// The elements whose indices along `dim1` and `dim2` differ by `offset` (torch.diagonal): a
+  /// view without those two dimensions and with a last one along the diagonal, whose stride is
+  /// the sum of theirs. einsum's repeated subscript ("i i -> i") is this view.
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   /// Python indexing with integers and slices: `x.index({Slice{}, 1})` is `x[:, 1]`.
   Tensor index(const IndexList& indices) const;
   /// Repeats size-1 dimensions (and adds leading ones) without copying: stride 0. -1 keeps a size.
