@@ -102,7 +102,8 @@ Tensor mse_loss(const Tensor& input_, const Tensor& target_) {
   // torch.broadcast_tensors: an operand already of the broadcast shape is passed on as it is.
   const Tensor input_b = input_.shape() == shape ? input_ : input_.expand(shape);
   const Tensor target_b = target_.shape() == shape ? target_ : target_.expand(shape);
-  const std::vector<Tensor> cast = detail::autocast({&input_b, &target_b}, detail::kAutocastFloat32);
+  const std::vector<Tensor> cast =
+      detail::autocast({&input_b, &target_b}, detail::kAutocastFloat32);
   const Tensor &input = cast[0], &target = cast[1];
   const detail::AutocastOff inside;
   require_floating("mse_loss", input);
@@ -196,7 +197,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
     // Other ranks become the 4-D form through a view (ViewBackward0), as in PyTorch.
     if (dims != 4) {
       const int64_t rest = log_probs.numel() > 0 ? -1 : 0;  // -1 cannot be inferred from 0
-      lp = log_probs.contiguous().view({log_probs.size(0), log_probs.size(1), rest == 0 ? 0 : 1, rest});
+      lp = log_probs.contiguous().view(
+          {log_probs.size(0), log_probs.size(1), rest == 0 ? 0 : 1, rest});
     }
     node = "NllLoss2DBackward0";
   }
@@ -225,8 +227,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
   const size_t at = dims == 1 ? 0 : 1;
   class_axis[at] = C;
   target_axis[at] = 1;
-  const Tensor picked = eq(arange(C).to(lp.device()).view(class_axis),
-                           classes.to(lp.device()).reshape(target_axis));
+  const Tensor picked =
+      eq(arange(C).to(lp.device()).view(class_axis), classes.to(lp.device()).reshape(target_axis));
   const double count = static_cast<double>(counted);
   Tensor out;
   {

@@ -70,9 +70,25 @@ template <bool Fused, typename M> TINY_HD inline M lerp(M start, M end, M w) {
   else return end - rounded_product(d, M(1) - w);
 }
 
+/// x.add_(y, alpha=a) (and add(x, y, alpha=a)), as PyTorch's add kernel computes it for storage
+/// type T. Its vectorised kernels compute x + a y in the compute type, fused into one
+/// multiply-add. Its plain kernels compute in T itself: for bfloat16 and float16, a * y is a
+/// value of T (c10's BFloat16 * BFloat16 is a BFloat16) before x is added; for float32 and
+/// float64 that is the usual double rounding.
+/// The vectorised kernels also leave the last n mod 32 elements of a 16-bit tensor (after the
+/// last full vectors) to their scalar code, which rounds a * y to T as the plain kernels do
+/// while still fusing the other multiply-adds (the compiler contracts them there): `Tail` asks
+/// for that rounding.
+template <bool Fused, typename T, typename M, bool Tail = false>
+TINY_HD inline M add_alpha(M x, M a, M y) {
+  if constexpr (Fused && !Tail) return mul_add<true>(a, y, x);
+  else return M(T(rounded_product(a, y))) + x;
+}
+
 /// The update of element i. T is the storage type, M the compute type (float for the 16-bit
-/// types), R(x) rounds a compute value to storage, as writing a tensor does.
-template <UpdateRule Rule, bool Fused, typename T, typename M>
+/// types), R(x) rounds a compute value to storage, as writing a tensor does; Tail marks an
+/// element PyTorch's vectorised kernels leave to their scalar code (add_alpha).
+template <UpdateRule Rule, bool Fused, typename T, typename M, bool Tail = false>
 TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   using std::sqrt;
   auto R = [](M x) { return M(T(x)); };
@@ -85,6 +101,8 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   // addcmul, addcdiv and lerp kernels read the scalar as float for the 16-bit types (1.13's mul
   // and div rounded it to the tensor's dtype). The same for float32 and float64.
   auto F = [](double x) { return M(x); };
+  // x.add_(y, alpha=a), as the kernel family (and, in a 16-bit tensor, the element) computes it.
+  auto A = [](M x, M alpha, M y) { return add_alpha<Fused, T, M, Tail>(x, alpha, y); };
   T* param = static_cast<T*>(a.param);
   const T* grad = static_cast<const T*>(a.grad);
   M p = M(param[i]);
@@ -92,20 +110,19 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   if (a.maximize) g = -g;
   if constexpr (Rule == UpdateRule::Sgd) {
     // state[0]: momentum_buffer (when momentum != 0).
-    if (a.weight_decay != 0)
-      g = R(mul_add<Fused>(p, S(a.weight_decay), g));  // d_p.add(p, alpha=wd)
+    if (a.weight_decay != 0) g = R(A(g, S(a.weight_decay), p));  // d_p.add(p, alpha=wd)
     if (a.momentum != 0) {
       T* buf = static_cast<T*>(a.state[0]);
-      M b =
-          a.first_step ? g : R(mul_add<Fused>(g, S(1 - a.dampening), R(M(buf[i]) * F(a.momentum))));
+      // buf.mul_(momentum).add_(d_p, alpha=1 - dampening)
+      M b = a.first_step ? g : R(A(R(M(buf[i]) * F(a.momentum)), S(1 - a.dampening), g));
       buf[i] = T(b);
-      g = a.nesterov ? R(mul_add<Fused>(b, S(a.momentum), g)) : b;
+      g = a.nesterov ? R(A(g, S(a.momentum), b)) : b;  // d_p.add(buf, alpha=m)
     }
-    param[i] = T(mul_add<Fused>(g, S(-a.lr), p));  // p.add_(d_p, alpha=-lr)
+    param[i] = T(A(p, S(-a.lr), g));  // p.add_(d_p, alpha=-lr)
   } else if constexpr (Rule == UpdateRule::Adagrad) {
     // state[0]: sum of squared gradients.
     T* sum = static_cast<T*>(a.state[0]);
-    if (a.weight_decay != 0) g = R(mul_add<Fused>(p, S(a.weight_decay), g));
+    if (a.weight_decay != 0) g = R(A(g, S(a.weight_decay), p));
     const M s = R(mul_add<Fused>(g, g, M(sum[i])));  // sum.addcmul_(g, g, value=1)
     sum[i] = T(s);
     const M stddev = R(R(sqrt(s)) + S(a.eps));         // sum.sqrt().add_(eps)
@@ -119,7 +136,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
   } else if constexpr (Rule == UpdateRule::Rmsprop) {
     // state[0]: square_avg; state[1]: grad_avg (centered); state[2]: momentum_buffer.
     T* sq = static_cast<T*>(a.state[0]);
-    if (a.weight_decay != 0) g = R(mul_add<Fused>(p, S(a.weight_decay), g));
+    if (a.weight_decay != 0) g = R(A(g, S(a.weight_decay), p));
     const M s = R(mul_add<Fused>(F(1 - a.alpha) * g, g, R(M(sq[i]) * F(a.alpha))));
     sq[i] = T(s);
     M avg;
@@ -137,7 +154,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
       T* buf = static_cast<T*>(a.state[2]);
       const M b = R(R(M(buf[i]) * F(a.momentum)) + g / avg);  // buf.mul_(m).addcdiv_(g, avg)
       buf[i] = T(b);
-      param[i] = T(mul_add<Fused>(b, S(-a.lr), p));
+      param[i] = T(A(p, S(-a.lr), b));  // p.add_(buf, alpha=-lr)
     } else {
       param[i] = T(p + (F(-a.lr) * g) / avg);
     }
@@ -148,7 +165,7 @@ TINY_HD inline void update_element(const UpdateArgs& a, int64_t i) {
     if constexpr (Rule == UpdateRule::AdamW) {
       p = R(p * F(1 - a.lr * a.weight_decay));  // decoupled decay, first, on the old parameter
     } else if (a.weight_decay != 0) {
-      g = R(mul_add<Fused>(p, S(a.weight_decay), g));  // Adam's decay is an L2 term in the gradient
+      g = R(A(g, S(a.weight_decay), p));  // Adam's decay is an L2 term in the gradient
     }
     // BEGIN SOLUTION ch06 adam_update
     const M mi = R(lerp<Fused>(M(m[i]), g, F(1 - a.beta1)));  // exp_avg.lerp_(g, 1 - beta1)

@@ -295,9 +295,9 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   // only in a tensor with no elements (whose strides may be anything); it reads nothing, and its
   // offset and last stride stay put.
   int64_t start = 0, step = 0;
-  const bool skip = length == 0 ||
-                    (offset >= 0 ? detail::mul_overflows(offset, strides_[d2], &start)
-                                 : detail::mul_overflows(-offset, strides_[d1], &start));
+  const bool skip =
+      length == 0 || (offset >= 0 ? detail::mul_overflows(offset, strides_[d2], &start)
+                                  : detail::mul_overflows(-offset, strides_[d1], &start));
   if (skip || __builtin_add_overflow(offset_, start, &start)) start = offset_;
   if (__builtin_add_overflow(strides_[d1], strides_[d2], &step)) step = INT64_MAX;
   Shape shape;
@@ -314,9 +314,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   return detail::record_view(
       Tensor(storage_, dtype_, shape, strides, start), *this, "DiagonalBackward0",
       [base, dt, offset, d1, d2](const Tensor& g) {
-        return detail::scatter_into_zeros(g, base, dt, [offset, d1, d2](const Tensor& z) {
-          return z.diagonal(offset, d1, d2);
-        });
+        return detail::scatter_into_zeros(
+            g, base, dt, [offset, d1, d2](const Tensor& z) { return z.diagonal(offset, d1, d2); });
       });
 }
 
