@@ -177,3 +177,16 @@ TEST(Einops, NumbersAreAnonymousAxes) {
   EXPECT_TRUE(throws_with<RuntimeError>([&] { rearrange(x, "(a ... -> a"); },
                                         "Imbalanced parentheses in expression: \"(a \u2026 \""));
 }
+
+// The parser marks the ellipsis with one control character while it reads; that character typed
+// in a pattern is refused as einops refuses it, not read as a second ellipsis (which an input
+// side of einsum, where a name may repeat, once let through to an out-of-range read).
+TEST(Einops, ATypedEllipsisMarkIsAnUnknownCharacter) {
+  const Tensor x = ones({2, 2});
+  for (const std::string pattern : {"... \x1f -> ...", "\x1f -> \x1f", "a\x1f -> a\x1f"}) {
+    EXPECT_TRUE(throws_with<EinopsError>([&] { einsum(x, pattern); }, "Unknown character '\x1f'"))
+        << pattern;
+    EXPECT_TRUE(throws_with<EinopsError>([&] { rearrange(x, pattern); }, "Unknown character '\x1f'"))
+        << pattern;
+  }
+}

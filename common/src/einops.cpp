@@ -70,6 +70,7 @@ Groups parse_side(const std::string& side, bool allow_duplicates = false) {
   static std::atomic<int64_t> anonymous_count{0};
   const char kMark = '\x1f';  // the ellipsis while reading, where einops uses kEllipsisGlyph
   std::string text = side;
+  size_t mark_at = std::string::npos;  // where the ellipsis's mark is; a typed '\x1f' is not one
   if (text.find('.') != std::string::npos) {
     const size_t at = text.find(kEllipsis);
     if (at == std::string::npos)
@@ -79,6 +80,7 @@ Groups parse_side(const std::string& side, bool allow_duplicates = false) {
       throw PatternError{
           "Expression may contain dots only inside ellipsis (...); only one ellipsis for tensor "};
     text.replace(at, kEllipsis.size(), 1, kMark);
+    mark_at = at;
   }
   auto shown = [&](std::string t) {  // the text as einops prints it
     for (size_t at; (at = t.find(kMark)) != std::string::npos;) t.replace(at, 1, kEllipsisGlyph);
@@ -123,7 +125,8 @@ Groups parse_side(const std::string& side, bool allow_duplicates = false) {
     place(token);
   };
   std::string current;
-  for (const char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '(' || c == ')' || c == ' ') {
       if (!current.empty()) add(current);
       current.clear();
@@ -138,7 +141,8 @@ Groups parse_side(const std::string& side, bool allow_duplicates = false) {
         groups.push_back(bracket);
         in_bracket = false;
       }
-    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == kMark) {
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+               (c == kMark && i == mark_at)) {
       current += c;
     } else {
       throw PatternError{"Unknown character '" + std::string(1, c) + "'"};

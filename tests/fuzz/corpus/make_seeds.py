@@ -26,7 +26,8 @@ for i, (shape, what, pattern) in enumerate([
         ([2, 3], 0, "a b -> b a"), ([2, 3, 4], 0, "a b c -> a (b c)"),
         ([4, 3], 0, "(h w) c -> h w c"), ([2, 3, 4], 1, "a b c -> a"),
         ([2, 3, 4], 2, "a b c -> c"), ([2, 3, 4], 3, "... c -> c"),
-        ([2, 3], 4, "i j, i j -> i"), ([2, 1, 3], 0, "a 1 b -> b a")]):
+        ([2, 3], 4, "i j, i j -> i"), ([2, 1, 3], 0, "a 1 b -> b a"),
+        ([3, 3], 4, "i i -> i"), ([2, 3, 3], 4, "b i i, b i i -> b")]):
     write("einops", f"seed{i}", seed([pattern], [len(shape)] + shape + [0, what]))
 
 # views: rank, sizes, then (op, arguments...) with each argument a "small" one: kind byte
