@@ -395,3 +395,22 @@ TEST(Matmul, TriangleMasks) {
   EXPECT_TRUE(throws_with<RuntimeError>([] { scalar_tensor(1.0).tril(); },
                                         "tril: input tensor must have at least 2 dimensions"));
 }
+
+// torch.set_float32_matmul_precision: the three words are remembered as given; any other is
+// warned about in PyTorch's words and changes nothing.
+TEST(Matmul, Float32PrecisionSettingIsRemembered) {
+  const std::string before = float32_matmul_precision();
+  EXPECT_EQ(before, "highest");
+  for (const char* p : {"medium", "high", "highest"}) {
+    set_float32_matmul_precision(p);
+    EXPECT_EQ(float32_matmul_precision(), p);
+  }
+  set_float32_matmul_precision("medium");
+  WarningCapture caught;
+  set_float32_matmul_precision("HIGH");
+  EXPECT_EQ(float32_matmul_precision(), "medium");
+  EXPECT_EQ(caught.messages(),
+            std::vector<std::string>{"HIGH is not one of 'highest', 'high', or 'medium'; the "
+                                     "currentsetFloat32MatmulPrecision call has no effect."});
+  set_float32_matmul_precision(before);
+}

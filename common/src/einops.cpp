@@ -649,17 +649,19 @@ Tensor einsum(const std::vector<Tensor>& operands, const std::string& pattern) {
       }
       // A name given twice is the diagonal of those two dimensions, which the view puts last.
       Tensor t = operands[k];
-      for (size_t i = 0; i < axes.size(); ++i) {
+      for (size_t i = 0; i < axes.size();) {
         const size_t j = static_cast<size_t>(
             std::find(axes.begin() + static_cast<int64_t>(i) + 1, axes.end(), axes[i]) -
             axes.begin());
-        if (j == axes.size()) continue;
+        if (j == axes.size()) {
+          ++i;
+          continue;
+        }
         t = t.diagonal(0, static_cast<int64_t>(i), static_cast<int64_t>(j));
         const std::string name = axes[i];
         axes.erase(axes.begin() + static_cast<int64_t>(j));
         axes.erase(axes.begin() + static_cast<int64_t>(i));
-        axes.push_back(name);
-        --i;  // the name now at i has not been looked at
+        axes.push_back(name);  // i stays: the name now there has not been looked at
       }
       named.push_back({t, axes});
     }

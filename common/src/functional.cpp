@@ -207,8 +207,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
     throw RuntimeError(std::string("expected target dtype to be Long or Byte, but got ") +
                        dtype_legacy_name(target.dtype()));
   const int64_t C = lp.size(dims == 1 ? 0 : 1);
-  // The classes, read on the CPU in the target's order: the first one out of range is named.
-  // The first one out of range is named; an ignored one becomes -1, which matches no class.
+  // The classes, read on the CPU in the target's order: the first one out of range is named, and
+  // an ignored one becomes -1, which matches no class.
   Tensor classes = target.to(kInt64).contiguous().cpu().clone();
   int64_t* cls = classes.data<int64_t>();
   int64_t counted = 0;  // the targets that are not ignore_index: the mean's denominator

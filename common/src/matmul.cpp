@@ -223,7 +223,10 @@ Tensor detail::unsafe_view(const Tensor& t, const Shape& shape, const char* node
 
 void set_float32_matmul_precision(const std::string& precision) {
   for (int k = 0; k < 3; ++k)
-    if (precision == kPrecisions[k]) return g_precision.store(k);
+    if (precision == kPrecisions[k]) {
+      g_precision.store(k);
+      return;
+    }
   // PyTorch warns and keeps the setting it had (its message lacks a space, as here).
   warn(precision +
        " is not one of 'highest', 'high', or 'medium'; the currentsetFloat32MatmulPrecision "
