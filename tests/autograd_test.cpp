@@ -724,3 +724,75 @@ TEST(Losses, NllLossOverEveryShapeWithIgnoredTargets) {
   }
   EXPECT_NEAR(cross_entropy(logits, p).item(), reference / 2, 1e-12);
 }
+
+// retain_grad, each case as PyTorch 2.15 answers it: a computed tensor's gradient kept in its
+// .grad, added up over passes, following the tensor through in-place writes (its own and those
+// through a view of it); a no-op on a leaf; refused without requires_grad; and the warning
+// PyTorch gives when an intermediate's .grad is read without it.
+TEST(Autograd, RetainGradKeepsAnIntermediatesGradientAsPyTorchDoes) {
+  auto values = [](const Tensor& t) { return t.to(kFloat64).tolist(); };
+  using V = std::vector<double>;
+  {
+    const Tensor x = tensor({1.0, 2.0}).requires_grad_();
+    const Tensor y = x * 3;
+    y.retain_grad();
+    y.retain_grad();  // twice is once
+    backward((y * y).sum(), Tensor(), /*retain_graph=*/true);
+    EXPECT_EQ(values(y.grad()), (V{6, 12}));  // 2y
+    EXPECT_TRUE(y.retains_grad());
+    EXPECT_FALSE(x.retains_grad());
+    (y * 2).sum().backward();
+    EXPECT_EQ(values(y.grad()), (V{8, 14}));  // and 2 more: it adds up like a leaf's
+  }
+  {
+    const Tensor x = tensor({1.0, 2.0}).requires_grad_();
+    x.retain_grad();  // a leaf keeps its gradient anyway
+    EXPECT_FALSE(x.retains_grad());
+    (x * 2).sum().backward();
+    EXPECT_EQ(values(x.grad()), (V{2, 2}));
+  }
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({2}).retain_grad(); },
+                                        "can't retain_grad on Tensor that has requires_grad=False"));
+  {
+    // Written in place after retain_grad: the gradient is that of the new value, y = 6x.
+    const Tensor x = tensor({1.0, 2.0}).requires_grad_();
+    Tensor y = x * 3;
+    y.retain_grad();
+    y.mul_(2);
+    (y * y).sum().backward();
+    EXPECT_EQ(values(y.grad()), (V{12, 24}));
+  }
+  {
+    // Written through a view: y becomes [2, 4, 3], its gradient 2y.
+    const Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_();
+    const Tensor y = x * 1;
+    y.retain_grad();
+    y.slice(0, 0, 2).mul_(2);
+    (y * y).sum().backward();
+    EXPECT_EQ(values(y.grad()), (V{4, 8, 6}));
+  }
+  {
+    // A view that retains its own gradient.
+    const Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_();
+    const Tensor v = (x * 1).slice(0, 0, 2);
+    v.retain_grad();
+    (v * 5).sum().backward();
+    EXPECT_EQ(values(v.grad()), (V{5, 5}));
+  }
+  {
+    // Read without retain_grad: undefined, with PyTorch's warning; a tensor outside the graph
+    // is a leaf and reads quietly.
+    const Tensor x = tensor({1.0, 2.0}).requires_grad_();
+    const Tensor y = x * 3;
+    (y * y).sum().backward();
+    WarningCapture caught;
+    EXPECT_FALSE(y.grad().defined());
+    EXPECT_FALSE((ones({2}) * 3).grad().defined());
+    ASSERT_EQ(caught.messages().size(), 1u);
+    EXPECT_EQ(caught.messages()[0].rfind("The .grad attribute of a Tensor that is not a leaf "
+                                         "Tensor is being accessed. Its .grad attribute won't be "
+                                         "populated during autograd.backward().",
+                                         0),
+              0u);
+  }
+}

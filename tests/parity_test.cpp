@@ -929,6 +929,9 @@ const std::map<std::string, std::function<void()>>& errors() {
       {"mse_loss_broadcast", [] { mse_loss(ones({3, 2}), ones({2})); }},
       {"mse_loss_not_broadcastable", [] { mse_loss(ones({3, 2}), ones({3})); }},
       {"matmul_precision_unknown", [] { set_float32_matmul_precision("fast"); }},
+      {"grad_of_intermediate", [] { (leaf({2}) * 3).grad(); }},
+      {"retain_grad_without_grad", [] { ones({2}).retain_grad(); }},
+      {"retain_grad_on_leaf", [] { leaf({2}).retain_grad(); }},
       {"optimizer_duplicate_parameter",
        [] {
          const Tensor p = leaf({2});

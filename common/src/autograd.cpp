@@ -298,7 +298,10 @@ SavedTensorsHooks::~SavedTensorsHooks() { t_hooks.pop_back(); }
 // ---- Tensor's autograd methods ----------------------------------------------------------------
 
 AutogradMeta& Tensor::ensure_autograd_meta() const {
-  if (!autograd_) autograd_ = std::make_shared<AutogradMeta>();
+  if (!autograd_) {
+    autograd_ = std::make_shared<AutogradMeta>();
+    autograd_->self = autograd_;
+  }
   return *autograd_;
 }
 
@@ -323,7 +326,46 @@ Tensor& Tensor::requires_grad_(bool flag) {
   return *this;
 }
 
-Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+Tensor Tensor::grad() const {
+  if (!autograd_) return Tensor();
+  if (!autograd_->grad.defined() && !is_leaf() && !autograd_->retains_grad)
+    warn(
+        "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+        "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+        "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+        "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+        "instead. See github.com/pytorch/pytorch/pull/30531 for more information.");
+  return autograd_->grad;
+}
+
+void Tensor::retain_grad() const {
+  if (!requires_grad())
+    throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
+  if (is_leaf()) return;  // a leaf's .grad is kept anyway
+  AutogradMeta& meta = ensure_autograd_meta();
+  if (meta.retains_grad) return;
+  meta.retains_grad = true;
+  grad_fn()->retain_grad_into(meta.self);
+}
+
+bool Tensor::retains_grad() const { return autograd_ && autograd_->retains_grad && !is_leaf(); }
+
+void Node::store_retained_grad(const Tensor& grad) {
+  for (const auto& weak : retained_) {
+    const std::shared_ptr<AutogradMeta> meta = weak.lock();
+    // Only while this node is still the tensor's grad_fn: an in-place write since has moved
+    // the duty to the node that made the new value.
+    if (!meta || !meta->retains_grad || meta->grad_fn.get() != this) continue;
+    meta->grad = meta->grad.defined() ? add(meta->grad, grad) : grad.clone();
+  }
+}
+
+namespace detail {
+void set_grad_fn(AutogradMeta& meta, std::shared_ptr<Node> fn) {
+  meta.grad_fn = std::move(fn);
+  if (meta.retains_grad && meta.grad_fn) meta.grad_fn->retain_grad_into(meta.self);
+}
+}  // namespace detail
 
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined() && grad.shape() != shape_)
@@ -356,8 +398,8 @@ std::shared_ptr<Node> Tensor::grad_fn() const {
   if (meta.view_base.defined() && storage_ && storage_->version() != meta.view_version) {
     meta.view_version = storage_->version();
     if (meta.view_base.requires_grad())
-      meta.grad_fn = std::make_shared<AsStridedBackward>(geometry_of(*this, meta.view_base),
-                                                         edge_for(meta.view_base));
+      detail::set_grad_fn(meta, std::make_shared<AsStridedBackward>(
+                                    geometry_of(*this, meta.view_base), edge_for(meta.view_base)));
   }
   return meta.grad_fn;
 }
@@ -508,14 +550,14 @@ void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, Ba
             double forward_flops, double backward_flops) {
   AutogradMeta& meta = out.ensure_autograd_meta();
   meta.requires_grad = true;
-  meta.grad_fn = make_node(name, inputs, std::move(backward), forward_flops, backward_flops);
+  set_grad_fn(meta, make_node(name, inputs, std::move(backward), forward_flops, backward_flops));
 }
 
 void rebase_history(const Tensor& self, std::shared_ptr<Node> fn) {
   AutogradMeta& meta = self.ensure_autograd_meta();
   meta.requires_grad = true;
   if (!meta.view_base.defined()) {
-    meta.grad_fn = std::move(fn);
+    set_grad_fn(meta, std::move(fn));
     return;
   }
   const Tensor base = meta.view_base;
@@ -523,8 +565,8 @@ void rebase_history(const Tensor& self, std::shared_ptr<Node> fn) {
   auto copy_slices = std::make_shared<CopySlices>(v, std::move(fn), edge_for(base));
   AutogradMeta& base_meta = base.ensure_autograd_meta();
   base_meta.requires_grad = true;
-  base_meta.grad_fn = copy_slices;
-  meta.grad_fn = std::make_shared<AsStridedBackward>(v, Edge{copy_slices});
+  set_grad_fn(base_meta, copy_slices);
+  set_grad_fn(meta, std::make_shared<AsStridedBackward>(v, Edge{copy_slices}));
   meta.view_version = self.storage()->version();
 }
 
@@ -662,6 +704,7 @@ void backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
     if (found != grads.end()) {
       const Tensor g = std::move(found->second);
       grads.erase(found);
+      n->store_retained_grad(g);
       input_grads = n->apply(g);
     }
     // What the node saved is freed as soon as it has run, as in PyTorch: activations leave

@@ -96,6 +96,10 @@ std::shared_ptr<Node> make_node(const char* name, std::vector<Edge> edges,
                                 const std::vector<Tensor>& inputs, BackwardFn backward,
                                 double forward_flops, double backward_flops);
 
+/// Makes `fn` the tensor's grad_fn; a tensor that retains its gradient (retain_grad) has the new
+/// node store it from now on, as PyTorch moves its retains_grad hook to the new grad_fn.
+void set_grad_fn(AutogradMeta& meta, std::shared_ptr<Node> fn);
+
 /// Makes `out` the output of a new node called `name` with `inputs` as its inputs.
 void record(Tensor& out, const char* name, const std::vector<Tensor>& inputs, BackwardFn backward,
             double forward_flops, double backward_flops);

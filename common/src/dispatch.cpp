@@ -245,7 +245,7 @@ void record_from_table(const Tensor& out, const OpEntry& op, NodeInputs r,
   } else {
     AutogradMeta& meta = out.ensure_autograd_meta();
     meta.requires_grad = true;
-    meta.grad_fn = std::move(node);
+    detail::set_grad_fn(meta, std::move(node));
   }
 }
 

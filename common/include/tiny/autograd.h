@@ -43,6 +43,11 @@ class Node {
   virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
   /// Frees what the node saved for backward (after a backward pass without retain_graph).
   virtual void release_saved() {}
+  /// Has backward store the gradient this node receives into `meta`'s .grad while the node is
+  /// still that tensor's grad_fn (Tensor::retain_grad).
+  void retain_grad_into(std::weak_ptr<AutogradMeta> meta) { retained_.push_back(std::move(meta)); }
+  /// Adds `grad`, the gradient this node receives, into the .grad of each tensor that retains it.
+  void store_retained_grad(const Tensor& grad);
 
  protected:
   /// A node with its name, its edges, and the FLOPs of its forward and backward computations.
@@ -53,6 +58,7 @@ class Node {
   std::vector<Edge> next_;
   double forward_flops_;
   double backward_flops_;
+  std::vector<std::weak_ptr<AutogradMeta>> retained_;
 };
 
 /// Prints `<MulBackward0>`-style names, as PyTorch's repr does without the address.

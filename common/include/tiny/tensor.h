@@ -388,9 +388,16 @@ class Tensor {
   bool requires_grad() const;
   /// Marks a leaf as needing its gradient (only floating-point leaves can).
   Tensor& requires_grad_(bool requires_grad = true);
-  /// The accumulated gradient of a leaf (undefined until a backward pass reaches it, and
-  /// always undefined for tensors computed by recorded ops).
+  /// The accumulated gradient of a leaf (undefined until a backward pass reaches it). A tensor
+  /// computed by recorded ops has one only after retain_grad(); asked without it, it warns as
+  /// PyTorch does (the usual mistake: reading an intermediate's .grad instead of a leaf's).
   Tensor grad() const;
+  /// Has backward passes store this computed tensor's gradient in its .grad too, adding up over
+  /// passes like a leaf's (torch.Tensor.retain_grad). Nothing to do for a leaf; RuntimeError for
+  /// a tensor that does not require grad. The duty follows the tensor through in-place writes.
+  void retain_grad() const;
+  /// True after retain_grad() on a computed tensor (false for leaves, as in PyTorch).
+  bool retains_grad() const;
   /// Replaces the stored gradient (an undefined tensor clears it).
   void set_grad(const Tensor& grad) const;
   /// Calls `hook` each time a backward pass has added a gradient into this leaf's .grad, with
@@ -449,6 +456,10 @@ struct AutogradMeta {
   Tensor grad;                           ///< a leaf's accumulated gradient
   std::shared_ptr<Node> grad_fn;         ///< the node that computed it (null for leaves)
   std::weak_ptr<Node> grad_accumulator;  ///< a leaf's AccumulateGrad node, shared by all uses
+  /// Set by retain_grad() on a computed tensor: its grad_fn stores the gradient it receives.
+  bool retains_grad = false;
+  /// This record itself, so that a node can be told where to store a retained gradient.
+  std::weak_ptr<AutogradMeta> self;
   /// Run by AccumulateGrad after each accumulation (register_post_accumulate_grad_hook).
   std::vector<std::function<void(const Tensor& grad)>> post_accumulate_grad_hooks;
 
