@@ -19,6 +19,7 @@
 
 #include "tiny/allocator.h"
 #include "tiny/device.h"
+#include "tiny/dim_vector.h"
 #include "tiny/dtype.h"
 #include "tiny/error.h"
 
@@ -27,10 +28,10 @@ namespace tiny {
 class Node;
 struct AutogradMeta;
 
-/// A tensor's sizes, one per dimension.
-using Shape = std::vector<int64_t>;
+/// A tensor's sizes, one per dimension (kept inside the handle up to six dimensions).
+using Shape = DimVector;
 /// A tensor's strides, in elements, one per dimension.
-using Strides = std::vector<int64_t>;
+using Strides = DimVector;
 
 /// A block of memory on one device. Tensors share it through std::shared_ptr; it goes back to
 /// the allocator when the last view of it is gone.
