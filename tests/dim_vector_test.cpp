@@ -167,3 +167,18 @@ TEST(DimVector, MatchesStdVectorUnderRandomEdits) {
     }
   }
 }
+
+// The kernels' loops keep each dimension's steps, one per operand, in a SmallVector of arrays.
+TEST(DimVector, SmallVectorOfArraysGrowsPastItsInlineElements) {
+  using Step = std::array<int64_t, 3>;
+  SmallVector<Step, 6> steps;
+  std::vector<Step> want;
+  for (int64_t d = 0; d < 9; ++d) {
+    steps.push_back({d, 2 * d, 3 * d});
+    want.push_back({d, 2 * d, 3 * d});
+    steps.back()[2] += 1;
+    want.back()[2] += 1;
+  }
+  EXPECT_EQ(std::vector<Step>(steps), want);
+  EXPECT_EQ(steps[7][1], 14);
+}

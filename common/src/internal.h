@@ -62,8 +62,10 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape);
 /// A loop over N operands reduced to its essentials: size-1 dimensions dropped, and neighbours
 /// that are contiguous in every operand merged. `empty` when the shape holds no element.
 template <size_t N> struct CoalescedLoop {
-  std::vector<int64_t> sizes;                 ///< the remaining dimensions, outermost first
-  std::vector<std::array<int64_t, N>> steps;  ///< per dimension, each operand's stride
+  // Small vectors, not std::vector: an op on a small tensor builds one of these per call, and
+  // the heap would cost more than its loop.
+  DimVector sizes;                               ///< the remaining dimensions, outermost first
+  SmallVector<std::array<int64_t, N>, 6> steps;  ///< per dimension, each operand's stride
   bool empty = false;
 };
 
@@ -177,7 +179,7 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, N>& strid
   };
   // The dimensions before the last two, like an odometer.
   const size_t outer = nd - 2;
-  std::vector<int64_t> counter(outer, 0);
+  DimVector counter(outer, 0);
   std::array<int64_t, N> offsets{};
   while (true) {
     matrix(offsets);

@@ -175,7 +175,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::T() const {
-  std::vector<int64_t> order(dim());
+  DimVector order(dim());
   for (int64_t i = 0; i < dim(); ++i) order[i] = dim() - 1 - i;
   return permute(order);
 }
@@ -190,7 +190,7 @@ Tensor Tensor::t() const {
                              [](const Tensor& g) { return g.t(); });
 }
 
-Tensor Tensor::permute(const std::vector<int64_t>& order) const {
+Tensor Tensor::permute(const DimVector& order) const {
   if (static_cast<int64_t>(order.size()) != dim())
     throw RuntimeError(
         "permute(sparse_coo): number of dimensions in the tensor input does not match the length "
@@ -198,8 +198,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
         std::to_string(dim()) + " is not equal to len(dims) = " + std::to_string(order.size()));
   Shape shape(dim());
   Strides strides(dim());
-  std::vector<bool> seen(dim(), false);
-  std::vector<int64_t> inverse(dim());
+  DimVector seen(dim(), 0), inverse(dim());
   for (int64_t i = 0; i < dim(); ++i) {
     const int64_t d = wrap_dim(order[i], dim());
     if (seen[d]) throw RuntimeError("permute(): duplicate dims are not allowed.");

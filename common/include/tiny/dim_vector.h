@@ -1,14 +1,15 @@
 /// @file dim_vector.h
 /// @brief DimVector: a list of int64 that keeps up to six of them inside itself, for shapes and
-/// strides.
+/// strides; SmallVector, the template it is made from.
 ///
 /// A tensor op on small tensors makes and copies shapes and strides several times: the result's
 /// shape, its strides, the broadcast strides of each input, a view's new layout. With
 /// std::vector each of those is a trip to malloc and free, which on a step of a small model
-/// costs more than the arithmetic. A DimVector holds up to kInline numbers in the object itself
+/// costs more than the arithmetic. A DimVector holds up to six numbers in the object itself
 /// and goes to the heap only for tensors of more dimensions, as PyTorch's at::DimVector (a
 /// SmallVector of five) does. It has the parts of std::vector's interface that shape code uses,
-/// and converts to and from std::vector<int64_t> in both directions.
+/// and converts to and from std::vector<int64_t> in both directions. The kernels' loop
+/// descriptions (common/src/internal.h) keep their per-dimension steps in a SmallVector too.
 #pragma once
 #include <algorithm>
 #include <compare>
@@ -20,66 +21,69 @@
 #include <new>
 #include <ostream>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace tiny {
 
-class DimVector {
+template <typename T, size_t Inline> class SmallVector {
+  static_assert(std::is_trivially_copyable_v<T>, "SmallVector moves its elements with memcpy");
+
  public:
-  using value_type = int64_t;
+  using value_type = T;
   using size_type = size_t;
   using difference_type = std::ptrdiff_t;
-  using reference = int64_t&;
-  using const_reference = const int64_t&;
-  using pointer = int64_t*;
-  using const_pointer = const int64_t*;
-  using iterator = int64_t*;
-  using const_iterator = const int64_t*;
+  using reference = T&;
+  using const_reference = const T&;
+  using pointer = T*;
+  using const_pointer = const T*;
+  using iterator = T*;
+  using const_iterator = const T*;
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
-  /// How many numbers fit without a heap block: enough for every tensor the chapters make.
-  static constexpr size_t kInline = 6;
+  /// How many elements fit without a heap block.
+  static constexpr size_t kInline = Inline;
 
-  DimVector() noexcept = default;
-  explicit DimVector(size_t n, int64_t value = 0) { assign(n, value); }
-  DimVector(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
-  template <std::input_iterator It> DimVector(It first, It last) { assign(first, last); }
-  // Implicit both ways, so that code written for std::vector<int64_t> keeps working.
-  DimVector(const std::vector<int64_t>& values) { assign(values.begin(), values.end()); }
-  operator std::vector<int64_t>() const { return std::vector<int64_t>(begin(), end()); }
+  SmallVector() noexcept = default;
+  explicit SmallVector(size_t n, T value = T()) { assign(n, value); }
+  SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
+  template <std::input_iterator It> SmallVector(It first, It last) { assign(first, last); }
+  // Implicit both ways, so that code written for std::vector<T> keeps working.
+  SmallVector(const std::vector<T>& values) { assign(values.begin(), values.end()); }
+  operator std::vector<T>() const { return std::vector<T>(begin(), end()); }
 
-  DimVector(const DimVector& other) { assign(other.begin(), other.end()); }
-  DimVector(DimVector&& other) noexcept { take(other); }
-  DimVector& operator=(const DimVector& other) {
+  SmallVector(const SmallVector& other) { assign(other.begin(), other.end()); }
+  SmallVector(SmallVector&& other) noexcept { take(other); }
+  SmallVector& operator=(const SmallVector& other) {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
-  DimVector& operator=(DimVector&& other) noexcept {
+  SmallVector& operator=(SmallVector&& other) noexcept {
     if (this != &other) {
       free_heap();
       take(other);
     }
     return *this;
   }
-  DimVector& operator=(std::initializer_list<int64_t> values) {
+  SmallVector& operator=(std::initializer_list<T> values) {
     assign(values.begin(), values.end());
     return *this;
   }
-  ~DimVector() { free_heap(); }
+  ~SmallVector() { free_heap(); }
 
   // ---- size and elements ----
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   size_t capacity() const noexcept { return capacity_; }
-  int64_t* data() noexcept { return data_; }
-  const int64_t* data() const noexcept { return data_; }
-  int64_t& operator[](size_t i) noexcept { return data_[i]; }
-  const int64_t& operator[](size_t i) const noexcept { return data_[i]; }
-  int64_t& front() noexcept { return data_[0]; }
-  const int64_t& front() const noexcept { return data_[0]; }
-  int64_t& back() noexcept { return data_[size_ - 1]; }
-  const int64_t& back() const noexcept { return data_[size_ - 1]; }
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  T& operator[](size_t i) noexcept { return data_[i]; }
+  const T& operator[](size_t i) const noexcept { return data_[i]; }
+  T& front() noexcept { return data_[0]; }
+  const T& front() const noexcept { return data_[0]; }
+  T& back() noexcept { return data_[size_ - 1]; }
+  const T& back() const noexcept { return data_[size_ - 1]; }
 
   iterator begin() noexcept { return data_; }
   iterator end() noexcept { return data_ + size_; }
@@ -95,22 +99,22 @@ class DimVector {
   // ---- changing it ----
   void reserve(size_t n) {
     if (n <= capacity_) return;
-    if (n > max_size()) throw std::length_error("DimVector::reserve");
+    if (n > max_size()) throw std::length_error("SmallVector::reserve");
     // At least double, so that a run of push_backs costs amortised constant time.
     const size_t grown = std::max(n, 2 * capacity_);
-    auto* block = static_cast<int64_t*>(::operator new(grown * sizeof(int64_t)));
-    if (size_ > 0) std::memcpy(block, data_, size_ * sizeof(int64_t));
+    auto* block = static_cast<T*>(::operator new(grown * sizeof(T)));
+    if (size_ > 0) std::memcpy(block, data_, size_ * sizeof(T));
     free_heap();
     data_ = block;
     capacity_ = grown;
   }
   void clear() noexcept { size_ = 0; }
-  void resize(size_t n, int64_t value = 0) {
+  void resize(size_t n, T value = T()) {
     reserve(n);
     for (size_t i = size_; i < n; ++i) data_[i] = value;
     size_ = n;
   }
-  void assign(size_t n, int64_t value) {
+  void assign(size_t n, T value) {
     size_ = 0;
     resize(n, value);
   }
@@ -118,10 +122,10 @@ class DimVector {
     size_ = 0;
     if constexpr (std::forward_iterator<It>) {
       // The source may be this vector's own elements (v.assign(v.begin() + 1, v.end())): they
-      // move towards the front, which std::copy does correctly for these trivial numbers.
+      // move towards the front, which std::copy does correctly for trivially copyable elements.
       const auto n = static_cast<size_t>(std::distance(first, last));
       if (n > capacity_) {
-        DimVector copy;
+        SmallVector copy;
         copy.reserve(n);
         for (; first != last; ++first) copy.data_[copy.size_++] = *first;
         *this = std::move(copy);
@@ -133,35 +137,35 @@ class DimVector {
       for (; first != last; ++first) push_back(*first);
     }
   }
-  void push_back(int64_t value) {
+  void push_back(T value) {
     if (size_ == capacity_) {
-      const int64_t keep = value;  // value may be one of this vector's own elements
+      const T keep = value;  // value may be one of this vector's own elements
       reserve(size_ + 1);
       data_[size_++] = keep;
       return;
     }
     data_[size_++] = value;
   }
-  int64_t& emplace_back(int64_t value) {
+  T& emplace_back(T value) {
     push_back(value);
     return back();
   }
   void pop_back() noexcept { --size_; }
 
-  iterator insert(const_iterator pos, int64_t value) { return insert(pos, size_t{1}, value); }
-  iterator insert(const_iterator pos, size_t n, int64_t value) {
+  iterator insert(const_iterator pos, T value) { return insert(pos, size_t{1}, value); }
+  iterator insert(const_iterator pos, size_t n, T value) {
     const size_t at = index_of(pos);
-    const int64_t keep = value;
+    const T keep = value;
     open_gap(at, n);
     std::fill(data_ + at, data_ + at + n, keep);
     return data_ + at;
   }
-  iterator insert(const_iterator pos, std::initializer_list<int64_t> values) {
+  iterator insert(const_iterator pos, std::initializer_list<T> values) {
     return insert(pos, values.begin(), values.end());
   }
   template <std::input_iterator It> iterator insert(const_iterator pos, It first, It last) {
     // Copied out first: the range may be part of this vector, which open_gap moves.
-    const DimVector values(first, last);
+    const SmallVector values(first, last);
     const size_t at = index_of(pos);
     open_gap(at, values.size());
     std::copy(values.begin(), values.end(), data_ + at);
@@ -174,21 +178,21 @@ class DimVector {
     size_ -= to - from;
     return data_ + from;
   }
-  void swap(DimVector& other) noexcept {
-    DimVector tmp(std::move(other));
+  void swap(SmallVector& other) noexcept {
+    SmallVector tmp(std::move(other));
     other = std::move(*this);
     *this = std::move(tmp);
   }
 
   static constexpr size_t max_size() noexcept { return size_t{1} << 40; }
 
-  friend bool operator==(const DimVector& a, const DimVector& b) noexcept {
+  friend bool operator==(const SmallVector& a, const SmallVector& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
-  friend std::strong_ordering operator<=>(const DimVector& a, const DimVector& b) noexcept {
+  friend std::strong_ordering operator<=>(const SmallVector& a, const SmallVector& b) noexcept {
     return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
   }
-  friend bool operator==(const DimVector& a, const std::vector<int64_t>& b) noexcept {
+  friend bool operator==(const SmallVector& a, const std::vector<T>& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
 
@@ -199,8 +203,8 @@ class DimVector {
     data_ = inline_;
     capacity_ = kInline;
   }
-  // Takes other's numbers, leaving it empty; this vector holds no heap block.
-  void take(DimVector& other) noexcept {
+  // Takes other's elements, leaving it empty; this vector holds no heap block.
+  void take(SmallVector& other) noexcept {
     if (other.on_heap()) {
       data_ = other.data_;
       capacity_ = other.capacity_;
@@ -220,11 +224,14 @@ class DimVector {
     size_ += n;
   }
 
-  int64_t* data_ = inline_;
+  T* data_ = inline_;
   size_t size_ = 0;
   size_t capacity_ = kInline;
-  int64_t inline_[kInline];
+  T inline_[kInline];
 };
+
+/// Shapes and strides: up to six dimensions without a heap block.
+using DimVector = SmallVector<int64_t, 6>;
 
 /// Prints [a, b, c], as std::vector's elements are printed in tests.
 inline std::ostream& operator<<(std::ostream& os, const DimVector& v) {

@@ -245,7 +245,7 @@ class Tensor {
   /// back as it is. Recorded as TBackward0. RuntimeError for more than two dimensions.
   Tensor t() const;
   /// Reorders the dimensions: result dim i is this tensor's dim `order[i]`.
-  Tensor permute(const std::vector<int64_t>& order) const;
+  Tensor permute(const DimVector& order) const;
   /// Picks index `i` along `dim`, removing that dimension.
   Tensor select(int64_t dim, int64_t i) const;
   /// `x[i]`: index({i}) (select(0, i), with Python's "index 5 is out of bounds" message).
