@@ -26,10 +26,18 @@
 
 namespace tiny {
 
+/// A vector of trivially copyable T that holds up to `Inline` elements in the object and moves
+/// to one heap block beyond that. Its members do what std::vector's of the same name do, and
+/// it converts to and from std::vector<T>.
 template <typename T, size_t Inline> class SmallVector {
   static_assert(std::is_trivially_copyable_v<T>, "SmallVector moves its elements with memcpy");
 
  public:
+  /// @name Member types
+  /// std::vector's member types, so that generic code and the standard algorithms accept it.
+  ///@{
+
+  /// One of std::vector's member types.
   using value_type = T;
   using size_type = size_t;
   using difference_type = std::ptrdiff_t;
@@ -41,15 +49,22 @@ template <typename T, size_t Inline> class SmallVector {
   using const_iterator = const T*;
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+  ///@}
 
   /// How many elements fit without a heap block.
   static constexpr size_t kInline = Inline;
 
+  /// @name Construction and assignment
+  /// As std::vector's: empty, n copies of a value, a brace list, an iterator range, another
+  /// vector (a std::vector included, implicitly); and back to a std::vector, implicitly, so
+  /// that code written for std::vector<T> keeps working.
+  ///@{
+
+  /// Constructs, assigns or converts as std::vector does.
   SmallVector() noexcept = default;
   explicit SmallVector(size_t n, T value = T()) { assign(n, value); }
   SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
   template <std::input_iterator It> SmallVector(It first, It last) { assign(first, last); }
-  // Implicit both ways, so that code written for std::vector<T> keeps working.
   SmallVector(const std::vector<T>& values) { assign(values.begin(), values.end()); }
   operator std::vector<T>() const { return std::vector<T>(begin(), end()); }
 
@@ -71,8 +86,13 @@ template <typename T, size_t Inline> class SmallVector {
     return *this;
   }
   ~SmallVector() { free_heap(); }
+  ///@}
 
-  // ---- size and elements ----
+  /// @name Size and elements
+  /// As std::vector's; nothing is bounds-checked, as with std::vector's operator[].
+  ///@{
+
+  /// Size or element access, as std::vector's.
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   size_t capacity() const noexcept { return capacity_; }
@@ -95,8 +115,14 @@ template <typename T, size_t Inline> class SmallVector {
   reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
   const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
   const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+  ///@}
 
-  // ---- changing it ----
+  /// @name Changing it
+  /// As std::vector's, including when the argument is one of this vector's own elements or a
+  /// range of them; reserve beyond max_size() throws std::length_error.
+  ///@{
+
+  /// A change, as std::vector's.
   void reserve(size_t n) {
     if (n <= capacity_) return;
     if (n > max_size()) throw std::length_error("SmallVector::reserve");
@@ -185,7 +211,13 @@ template <typename T, size_t Inline> class SmallVector {
   }
 
   static constexpr size_t max_size() noexcept { return size_t{1} << 40; }
+  ///@}
 
+  /// @name Comparisons
+  /// Element by element, and lexicographic for the ordering, as std::vector's.
+  ///@{
+
+  /// Compares as std::vector does.
   friend bool operator==(const SmallVector& a, const SmallVector& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
@@ -195,6 +227,7 @@ template <typename T, size_t Inline> class SmallVector {
   friend bool operator==(const SmallVector& a, const std::vector<T>& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
+  ///@}
 
  private:
   bool on_heap() const noexcept { return data_ != inline_; }
