@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "tiny/capture.h"
 #include "tiny/functional.h"
 #include "tiny/init.h"
 #include "tiny/nn.h"
@@ -89,7 +90,7 @@ __attribute__((noinline, noclone)) double train_router(Router& r, const Batches&
                                                        int64_t steps) {
   Tensor loss;
   for (int64_t s = 0; s < steps; ++s) {
-    loss = cross_entropy(r.model(data.xs[s]), data.ys[s]);
+    loss = cross_entropy(r.model(data.xs.select(0, s)), data.ys.select(0, s));
     r.opt.zero_grad();
     loss.backward();
     r.opt.step();
@@ -97,19 +98,46 @@ __attribute__((noinline, noclone)) double train_router(Router& r, const Batches&
   return loss.item();
 }
 
-static void BM_RouterTraining(benchmark::State& state) {
+// The same loop with its step captured once in a CPUGraph (tiny/capture.h) and replayed: the
+// first step runs eagerly while the graph records its kernels (and the optimizer's per-step host
+// work); every later step copies its mini-batch into the tensors the graph reads and replays.
+// The losses and parameters are the eager loop's, bit for bit (tests/capture_test.cpp).
+__attribute__((noinline, noclone)) double train_router_replayed(Router& r, const Batches& data,
+                                                                int64_t steps) {
+  Tensor x = data.xs[0].clone(), y = data.ys[0].clone(), loss;
+  CPUGraph step;
+  step.capture([&] {
+    loss = cross_entropy(r.model(x), y);
+    r.opt.zero_grad();
+    loss.backward();
+    r.opt.step();
+  });
+  for (int64_t s = 1; s < steps; ++s) {
+    {
+      NoGradGuard loading;  // the batch is data, not part of any gradient
+      x.copy_(data.xs.select(0, s));
+      y.copy_(data.ys.select(0, s));
+    }
+    step.replay();
+  }
+  return loss.item();
+}
+
+using Loop = double (*)(Router&, const Batches&, int64_t);
+
+static void run_router(benchmark::State& state, Loop loop) {
   const int64_t steps = state.range(0);
   const Batches data = make_batches(steps);
   {
     Router warm;  // warm-up: fills the caching allocator, builds the op table's entries
-    train_router(warm, data, 100);
+    loop(warm, data, 100);
   }
   double last_loss = 0;
   for (auto _ : state) {
     state.PauseTiming();
     auto r = std::make_unique<Router>();  // every run starts from zero, as the document's
     state.ResumeTiming();
-    last_loss = train_router(*r, data, steps);
+    last_loss = loop(*r, data, steps);
     state.PauseTiming();
     r.reset();
     state.ResumeTiming();
@@ -120,7 +148,18 @@ static void BM_RouterTraining(benchmark::State& state) {
                          benchmark::Counter::kIsRate);
 }
 
+static void BM_RouterTraining(benchmark::State& state) { run_router(state, train_router); }
+static void BM_RouterTrainingReplayed(benchmark::State& state) {
+  run_router(state, train_router_replayed);
+}
+
 BENCHMARK(BM_RouterTraining)
+    ->ArgName("steps")
+    ->Arg(10'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK(BM_RouterTrainingReplayed)
     ->ArgName("steps")
     ->Arg(10'000)
     ->Unit(benchmark::kMillisecond)

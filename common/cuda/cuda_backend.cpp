@@ -25,18 +25,15 @@ void copy(const Tensor& dst, const Tensor& src) {
 
 // The reduced dimensions are moved last and made contiguous, so that each output is the sum of
 // one contiguous row, which a block of threads reads together.
-Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor) {
+void sum(const Tensor& out, const Tensor& a, const std::vector<bool>& reduce, double divisor) {
   std::vector<int64_t> order;
-  Shape kept = a.shape();
   int64_t m = 1, n = 1;
   for (int64_t d = 0; d < a.dim(); ++d)
     if (!reduce[d]) order.push_back(d), m *= a.shape()[d];
   for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) order.push_back(d), n *= a.shape()[d], kept[d] = 1;
+    if (reduce[d]) order.push_back(d), n *= a.shape()[d];
   const Tensor rows = a.detach().permute(order).contiguous().view({m, n});
-  Tensor acc = empty({m}, is_floating(a.dtype()) ? kFloat64 : kInt64, a.device());
-  cuda::sum_rows(acc, rows, 1.0 / divisor);
-  return acc.view(kept);
+  cuda::sum_rows(out.view({m}), rows, 1.0 / divisor);
 }
 
 // cuBLAS takes every float type directly (the 16-bit ones accumulate in float32) and any batch

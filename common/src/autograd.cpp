@@ -579,19 +579,29 @@ void record_overwrite(const Tensor& self, Edge old, const char* name) {
                            0, 0));
 }
 
-Tensor record_view(Tensor out, const Tensor& in, const char* name,
-                   std::function<Tensor(const Tensor&)> back) {
+namespace {
+bool made_without_grad_mode(const Tensor& in) {
+  return !t_grad_mode || in.made_without_grad() ||
+         (in.is_view() && in.autograd_meta()->view_made_without_grad);
+}
+}  // namespace
+
+bool view_without_record(Tensor& out, const Tensor& in) {
   // Integer and bool views carry no gradient, and PyTorch does not track them as views.
-  if (!is_floating(out.dtype())) return out;
-  const bool without_grad = !t_grad_mode || in.made_without_grad() ||
-                            (in.is_view() && in.autograd_meta()->view_made_without_grad);
+  if (!is_floating(out.dtype())) return true;
   // Made with grad mode off from a tensor that needs no gradient: a write into it with grad mode
   // on is refused, and nothing else about it concerns autograd, so it keeps only a mark (most of
   // backward's and the optimizers' views are of this kind, and make no autograd record).
-  if (without_grad && !in.requires_grad()) {
+  if (made_without_grad_mode(in) && !in.requires_grad()) {
     out.mark_made_without_grad();
-    return out;
+    return true;
   }
+  return false;
+}
+
+Tensor record_view_node(Tensor out, const Tensor& in, const char* name,
+                        std::function<Tensor(const Tensor&)> back) {
+  const bool without_grad = made_without_grad_mode(in);
   const Tensor& base = in.is_view() ? in.autograd_meta()->view_base : in;
   base.ensure_autograd_meta();  // one record, shared by the base's handle and the view's
   AutogradMeta& meta = out.ensure_autograd_meta();

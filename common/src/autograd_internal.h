@@ -115,11 +115,22 @@ void rebase_history(const Tensor& self, std::shared_ptr<Node> fn);
 /// gradient. `old` is self's edge, taken before the write.
 void record_overwrite(const Tensor& self, Edge old, const char* name);
 
+/// Finishes `out`, a view of `in`, when it needs no autograd record and returns true (an integer
+/// view, or one made with grad mode off from a tensor that needs no gradient); false otherwise.
+bool view_without_record(Tensor& out, const Tensor& in);
+/// record_view's second half, for a view that needs its record.
+Tensor record_view_node(Tensor out, const Tensor& in, const char* name,
+                        std::function<Tensor(const Tensor&)> back);
 /// Makes `out`, a view of `in` (the same memory), part of the graph when `in` is: `back` maps
 /// the gradient of `out` to the gradient of `in`. Also records that `out` views `in`'s base, so
-/// that writes through it reach the base's history. Returns `out`.
-Tensor record_view(Tensor out, const Tensor& in, const char* name,
-                   std::function<Tensor(const Tensor&)> back);
+/// that writes through it reach the base's history. Returns `out`. A template, so that a view
+/// that needs no record (loading a batch under no_grad) never builds the std::function.
+template <typename Back>
+Tensor record_view(Tensor out, const Tensor& in, const char* name, Back&& back) {
+  if (view_without_record(out, in)) return out;
+  return record_view_node(std::move(out), in, name,
+                          std::function<Tensor(const Tensor&)>(std::forward<Back>(back)));
+}
 /// The same for `out` computed from `in` into memory of its own (clone, a conversion).
 Tensor record_copy(Tensor out, const Tensor& in, const char* name,
                    std::function<Tensor(const Tensor&)> back);

@@ -41,9 +41,10 @@ struct Backend {
   void (*copy)(const Tensor& dst, const Tensor& src);
   /// out = condition ? a : b (a and b of out's dtype, all broadcast to out's shape).
   void (*where)(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b);
-  /// The sum of `a` over the flagged dimensions divided by `divisor` (1 for a sum, the count for
-  /// a mean), shaped as keepdim=True: float64 for floating inputs, int64 for the others.
-  Tensor (*sum)(const Tensor& a, const std::vector<bool>& reduce, double divisor);
+  /// out = the sum of `a` over the flagged dimensions divided by `divisor` (1 for a sum, the
+  /// count for a mean): `out` contiguous, shaped as keepdim=True, float64 for floating inputs and
+  /// int64 for the others; whatever it held before is overwritten.
+  void (*sum)(const Tensor& out, const Tensor& a, const std::vector<bool>& reduce, double divisor);
   /// The largest element of each row of contiguous (m, n) `rows` and its first index (NaN wins).
   void (*max_rows)(const Tensor& values, const Tensor& indices, const Tensor& rows);
   /// out (..., M, N) = a (..., M, K) @ b (..., K, N): equal batch dimensions, any strides, one

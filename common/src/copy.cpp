@@ -4,6 +4,7 @@
 // contiguous block.
 #include "autograd_internal.h"
 #include "backend.h"
+#include "capture_internal.h"
 #include "cuda_backend.h"
 #include "dispatch.h"
 #include "fusion/graph.h"
@@ -18,7 +19,7 @@ namespace tiny {
 Tensor Tensor::clone() const {
   detail::op_device("clone", {this});
   Tensor out = empty(shape_, dtype_, device());
-  detail::backend(device()).copy(out, *this);
+  detail::launch(detail::backend(device()).copy, out, *this);
   return detail::record_copy(out, *this, "CloneBackward0", [](const Tensor& g) { return g; });
 }
 
@@ -29,13 +30,15 @@ namespace {
 // source's side before (so fewer bytes may travel) or on the destination's side after, by the
 // ordinary copy kernel.
 void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  detail::check_capture_device(src.device().is_cpu() ? dst.device() : src.device());
   const Tensor block = src.to(dst.dtype()).contiguous();
   const Tensor landing = dst.is_contiguous() ? dst : empty(dst.shape(), dst.dtype(), dst.device());
   // The host side of the copy decides whether it may be queued (pinned memory only).
   const bool pinned = (block.device().is_cpu() ? block : landing).is_pinned();
   detail::cuda::copy_bytes(landing.data_ptr(), landing.device(), block.data_ptr(), block.device(),
                            block.nbytes(), non_blocking, pinned);
-  if (!landing.shares_storage_with(dst)) detail::backend(dst.device()).copy(dst, landing);
+  if (!landing.shares_storage_with(dst))
+    detail::launch(detail::backend(dst.device()).copy, dst, landing);
 }
 
 }  // namespace
@@ -55,16 +58,19 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   std::vector<Edge> edges;
   if (record) edges = {detail::edge_for(*this), detail::edge_for(src)};
   storage_->bump_version();
-  Tensor source = src.detach().expand(shape_);
+  // The kernel reads the source as it is; only a broadcast needs a view of it (of a detached
+  // handle, so that the view is not recorded: the copy is, below).
+  Tensor source = src.shape() == shape_ ? src : src.detach().expand(shape_);
   // A copy between devices moves bytes over the bus; a 0-dim CPU source into a GPU tensor is a
   // number, which the fill kernel takes by value.
   if (!(device() == src.device()) && !(src.dim() == 0 && src.device().is_cpu())) {
-    copy_across_devices(*this, source, non_blocking);
+    copy_across_devices(*this, source.detach(), non_blocking);
   } else {
     // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not
     // yet read; copy it aside first so the result is what a reader expects.
-    if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0) source = source.clone();
-    detail::backend(device()).copy(*this, source);
+    if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0)
+      source = source.detach().clone();
+    detail::launch(detail::backend(device()).copy, *this, source);
   }
   // The old values get no gradient; the source gets the gradient, on its own device (the tape
   // sums it down to the source's shape and casts it to its dtype).
@@ -119,7 +125,7 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   detail::op_device("to", {this});
   Tensor out = empty(shape_, dtype, device());
-  detail::backend(device()).copy(out, *this);
+  detail::launch(detail::backend(device()).copy, out, *this);
   if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_cast(*this, out);  // compile()
   if (!is_floating(dtype)) return out;  // integers and bools carry no gradient
   return detail::record_copy(out, *this, "ToCopyBackward0",
@@ -146,7 +152,7 @@ Tensor Tensor::pin_memory() const {
   cuda::require_device(0);
   auto storage = std::make_shared<Storage>(nbytes(), Device::cpu(), /*pinned=*/true);
   Tensor out(std::move(storage), dtype_, shape_, contiguous_strides(shape_), 0);
-  detail::backend(Device::cpu()).copy(out, *this);
+  detail::launch(detail::backend(Device::cpu()).copy, out, *this);
   return out;
 }
 
@@ -157,6 +163,10 @@ double Tensor::item() const {
   // Reading a GPU value on the host waits for the work that computes it: a hidden synchronize.
   // (cpu() of a CPU tensor is the tensor itself.)
   detail::op_device("item", {this});
+  if (detail::recording())
+    throw RuntimeError(
+        "item() cannot run while a CPUGraph is capturing: the number would be read once, at "
+        "capture, and never again at replay(). Read it after capture() or replay() returns");
   const Tensor host = cpu();
   return dispatch_dtype(dtype_, [&]<typename T>() -> double {
     return static_cast<double>(static_cast<opmath_t<T>>(*static_cast<const T*>(host.data_ptr())));

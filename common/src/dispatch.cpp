@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd_internal.h"
+#include "capture_internal.h"
 #include "derivatives.h"
 #include "fusion/graph.h"
 #include "internal.h"
@@ -440,8 +441,21 @@ Tensor run(const Call& c) {
       if (c.out && args[k]->shares_storage_with(*dst) && !same_view(*args[k], *dst))
         args[k] = &(converted[k] = args[k]->clone());
     }
-    kernel.kernels[static_cast<int>(device.type)](*dst, args.data(), c.scalars);
-    if (c.out && dst != c.out) backend(device).copy(*c.out, *dst);
+    const ElementwiseKernel run = kernel.kernels[static_cast<int>(device.type)];
+    if (recording()) [[unlikely]] {
+      // A CPUGraph keeps the kernel with its own handles to the tensors it reads and writes.
+      std::array<Tensor, 3> kept;
+      for (int k = 0; k < n; ++k) kept[k] = *args[k];
+      record_kernel(device, [run, out = *dst, kept, scalars = c.scalars] {
+        const std::array<const Tensor*, 3> inputs{&kept[0], &kept[1], &kept[2]};
+        run(out, inputs.data(), scalars);
+      });
+      const HostScope running;
+      run(*dst, args.data(), c.scalars);
+    } else {
+      run(*dst, args.data(), c.scalars);
+    }
+    if (c.out && dst != c.out) launch(backend(device).copy, *c.out, *dst);
   }
   // compile() (chapter 09) listens here while it traces a function.
   if (fusion::Tracer* tracer = fusion::Tracer::active())

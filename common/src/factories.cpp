@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "backend.h"
+#include "capture_internal.h"
 #include "internal.h"
 #include "tiny/ops.h"
 #include "tiny/tensor.h"
@@ -31,13 +32,20 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
+namespace {
+// Sets every byte of t to zero, on its device.
+void zero_fill(const Tensor& t) {
+  detail::backend(t.device()).zero_bytes(t.data_ptr(), t.nbytes(), t.device().index);
+}
+}  // namespace
+
 Tensor zeros(const Shape& shape, DType dtype, Device device) {
   // PyTorch 2.x's zeros checks its sizes itself, in its own words (the other factories: empty's).
   for (int64_t s : shape)
     if (s < 0) throw RuntimeError("zeros: Dimension size must be non-negative.");
   Tensor t = empty(shape, dtype, device);
   // All-zero bits are 0 in every dtype.
-  detail::backend(device).zero_bytes(t.data_ptr(), t.nbytes(), device.index);
+  detail::launch(&zero_fill, t);
   return t;
 }
 
@@ -46,7 +54,7 @@ namespace {
 // in-place modification (a fresh tensor is at version 0, as in PyTorch).
 Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  detail::backend(device).copy(t, scalar_tensor(value, dtype).expand(shape));
+  detail::launch(detail::backend(device).copy, t, scalar_tensor(value, dtype).expand(shape));
   return t;
 }
 }  // namespace
@@ -147,6 +155,7 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
   if (!(count >= 0 && count < 0x1p63)) throw RuntimeError("invalid size, possible overflow?");
   const int64_t n = static_cast<int64_t>(count);
   Tensor out = empty({n}, dt);
+  const detail::HostScope constant;  // numbers the caller gave: a CPUGraph keeps them
   dispatch_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(b + static_cast<double>(i) * s);
@@ -198,6 +207,7 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
                                   : widest == Scalar::Kind::Int ? kInt64
                                                                 : kBool);
   Tensor out = empty(shape, dt);
+  const detail::HostScope constant;  // numbers the caller gave: a CPUGraph keeps them
   dispatch_dtype(dt, [&]<typename T>() {
     T* p = out.data<T>();
     // torch.tensor names the dtype its own way here: "int64", not "int64_t".
@@ -209,6 +219,7 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
 Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
   const DType dt = dtype.value_or(s.default_dtype());
   Tensor out = empty({}, dt);
+  const detail::HostScope constant;  // a number the caller gave: a CPUGraph keeps it
   dispatch_dtype(dt,
                  [&]<typename T>() { *out.data<T>() = number_to<T>(s, detail::convert_type_name(dt), true); });
   return out.to(device);

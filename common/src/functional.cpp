@@ -2,6 +2,7 @@
 #include "tiny/functional.h"
 
 #include "autograd_internal.h"
+#include "capture_internal.h"
 #include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
@@ -208,19 +209,28 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
                        dtype_legacy_name(target.dtype()));
   const int64_t C = lp.size(dims == 1 ? 0 : 1);
   // The classes, read on the CPU in the target's order: the first one out of range is named, and
-  // an ignored one becomes -1, which matches no class.
-  Tensor classes = target.to(kInt64).contiguous().cpu().clone();
-  int64_t* cls = classes.data<int64_t>();
-  int64_t counted = 0;  // the targets that are not ignore_index: the mean's denominator
-  for (int64_t i = 0; i < classes.numel(); ++i) {
-    if (cls[i] == ignore_index) {
-      cls[i] = -1;
-      continue;
+  // an ignored one becomes -1, which matches no class; `count` is the number not ignored, the
+  // mean's denominator. This reads the targets' values on the host, so it is a host step: a
+  // CPUGraph that captures the loss checks and counts each replay's targets afresh.
+  const Tensor classes = empty(target.shape(), kInt64);
+  const Tensor count = empty({}, kFloat64);
+  detail::host_step([target, classes, count, C, ignore_index] {
+    const Tensor given = target.to(kInt64).contiguous().cpu();
+    const int64_t* in = given.data<int64_t>();
+    int64_t* cls = classes.data<int64_t>();
+    int64_t counted = 0;
+    for (int64_t i = 0, n = classes.numel(); i < n; ++i) {
+      if (in[i] == ignore_index) {
+        cls[i] = -1;
+        continue;
+      }
+      if (in[i] < 0 || in[i] >= C)
+        throw IndexError("Target " + std::to_string(in[i]) + " is out of bounds.");
+      cls[i] = in[i];
+      ++counted;
     }
-    if (cls[i] < 0 || cls[i] >= C)
-      throw IndexError("Target " + std::to_string(cls[i]) + " is out of bounds.");
-    ++counted;
-  }
+    *count.data<double>() = static_cast<double>(counted);
+  });
   // A one-hot mask along the class dimension picks lp[..., target, ...]: the targets laid out
   // like lp with its class dimension of size 1, against 0, 1, ..., C - 1 along it.
   Shape class_axis(static_cast<size_t>(lp.dim()), 1), target_axis = lp.shape();
@@ -229,19 +239,18 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
   target_axis[at] = 1;
   const Tensor picked =
       eq(arange(C).to(lp.device()).view(class_axis), classes.to(lp.device()).reshape(target_axis));
-  const double count = static_cast<double>(counted);
   Tensor out;
   {
     NoGradGuard values_only;
-    // With every target ignored this is 0 / 0: NaN, as in PyTorch.
-    out = neg(div(sum(where(picked, lp, scalar_tensor(0, lp.dtype()))),
-                  scalar_tensor(count, lp.dtype())));
+    // With every target ignored this is 0 / 0: NaN, as in PyTorch. The count is divided as a
+    // number of lp's dtype (a 0-dim CPU tensor), as PyTorch divides by its integer count.
+    out = neg(div(sum(where(picked, lp, scalar_tensor(0, lp.dtype()))), count.to(lp.dtype())));
   }
   if (detail::should_record({&lp})) {
     detail::record(
         out, node, {lp},
         [picked, count](const Tensor& g) {
-          const Tensor each = div(neg(g), scalar_tensor(count, g.dtype()));
+          const Tensor each = div(neg(g), count.to(g.dtype()));
           return std::vector<Tensor>{where(picked, each, scalar_tensor(0, g.dtype()))};
         },
         static_cast<double>(classes.numel()), static_cast<double>(classes.numel()));

@@ -12,6 +12,7 @@
 
 #include "autograd_internal.h"
 #include "backend.h"
+#include "capture_internal.h"
 #include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
@@ -117,7 +118,7 @@ Tensor product_values(const Tensor& x, const Tensor& y) {
   Tensor out = empty(shape, x.dtype(), device);
   {
     NoGradGuard plain;
-    detail::backend(device).matmul(out, x.detach(), y.detach());
+    detail::launch(detail::backend(device).matmul, out, x.detach(), y.detach());
   }
   count_op_cost(2.0 * static_cast<double>(out.numel()) * static_cast<double>(x.size(-1)),
                 static_cast<double>(x.nbytes() + y.nbytes() + out.nbytes()));

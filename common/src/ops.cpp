@@ -8,6 +8,7 @@
 
 #include "autograd_internal.h"
 #include "backend.h"
+#include "capture_internal.h"
 #include "dispatch.h"
 #include "fusion/graph.h"
 #include "internal.h"
@@ -439,7 +440,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   {
     NoGradGuard plain;
     const detail::fusion::Tracer::Pause part_of_where;  // the conversions belong to where
-    detail::backend(device).where(out, condition, a.to(dt), b.to(dt));
+    detail::launch(detail::backend(device).where, out, condition, a.to(dt), b.to(dt));
   }
   if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_where(condition, a, b, out);
   count_op_cost(
@@ -470,6 +471,7 @@ template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep k
     throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
   const int64_t R = a.size(-2), C = a.size(-1);
   Tensor mask = empty({R, C}, kBool);
+  const detail::HostScope constant;  // the mask depends on the shape alone: a graph keeps it
   bool* k = mask.data<bool>();
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < C; ++j) k[i * C + j] = keep(i, j);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "backend.h"
+#include "capture_internal.h"
 #include "internal.h"
 #include "memory_internal.h"
 #include "tiny/autograd.h"
@@ -281,6 +282,8 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
                      const Tensor& param, double fill = 0.0) {
   auto it = state.find(key);
   if (it == state.end()) {
+    // Made once: a CPUGraph capturing the first step must not refill it at every replay.
+    const detail::HostScope once;
     return state[key] = as_state(full(param.shape(), fill, param.dtype(), param.device()));
   }
   Tensor& t = it->second;
@@ -294,37 +297,65 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
   return t;
 }
 
-// Adds one to the float32 step counter, as `step_t += 1` does, and returns the new count.
-// The counter is a one-element float32 CPU tensor (as in PyTorch 1.13 and 2.x, which keep it a
-// tensor so that it can be saved with the rest of the state); it is updated in place, directly.
-double count_step(std::map<std::string, Tensor>& state) {
+// The float32 step counter of a parameter's state, made at 0 on its first step. It is a
+// one-element CPU tensor (as in PyTorch 1.13 and 2.x, which keep it a tensor so that it can be
+// saved with the rest of the state), counted by ParamUpdate below.
+const Tensor& step_counter(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
   if (it == state.end()) it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
-  Tensor& t = it->second;
+  const Tensor& t = it->second;
   if (t.dtype() != kFloat32 || !t.device().is_cpu() || t.numel() != 1)
     throw RuntimeError("optimizer state 'step' must be one float32 number on the CPU");
-  float* count = static_cast<float*>(t.data_ptr());
-  *count += 1.0f;
-  t.storage()->bump_version();
-  return *count;
+  return t;
 }
 
-// Runs one fused update on the parameter's device and marks every written tensor changed.
-void run_update(detail::UpdateArgs& args, const Tensor& param, const Tensor& grad,
-                std::initializer_list<const Tensor*> state) {
+// The numbers of a step that depend on its count (Adam's bias corrections, Adagrad's decayed
+// learning rate), computed from the count in double the way torch/optim computes them.
+using StepNumbers = void (*)(detail::UpdateArgs& args, double step);
+
+// One parameter's update, everything that must happen at every step: add one to the step
+// counter (`step_t += 1`), compute the numbers that depend on it, run the fused kernel, mark
+// the written tensors changed. It runs as a host step (capture_internal.h): eagerly it just
+// runs, and a CPUGraph that captures an optimizer step keeps it and runs it again at each
+// replay, so a replayed step counts, and corrects its bias, as an eager one does. The settings
+// and the memory are those of the step it was made for.
+struct ParamUpdate {
+  detail::UpdateArgs args;
+  Tensor param, grad, counter;  // counter: undefined for the rules that keep none
+  std::array<Tensor, 3> state;
+  StepNumbers numbers = nullptr;
+
+  void operator()() {
+    if (counter.defined()) {
+      float* count = static_cast<float*>(counter.data_ptr());
+      *count += 1.0f;
+      counter.storage()->bump_version();
+      if (numbers) numbers(args, *count);
+    }
+    args.param = param.data_ptr();
+    args.grad = grad.data_ptr();
+    for (int k = 0; k < 3; ++k) args.state[k] = state[k].defined() ? state[k].data_ptr() : nullptr;
+    detail::backend(param.device()).optimizer_update(args);
+    args.first_step = false;  // SGD: from now on the momentum buffer exists
+    param.storage()->bump_version();
+    for (const Tensor& s : state)
+      if (s.defined()) s.storage()->bump_version();
+  }
+};
+
+// Runs one fused update of `param` on its device (see ParamUpdate), `counter` and `numbers`
+// being the step counter and the numbers that follow from it, where the rule has them.
+void run_update(const detail::UpdateArgs& args, const Tensor& param, const Tensor& grad,
+                std::initializer_list<const Tensor*> state, const Tensor* counter = nullptr,
+                StepNumbers numbers = nullptr) {
   if (!param.is_contiguous()) throw RuntimeError("optimizer step: parameters must be contiguous");
-  const Tensor g = grad.contiguous();
-  args.dtype = param.dtype();
-  args.n = param.numel();
-  args.device = param.device().index;
-  args.param = param.data_ptr();
-  args.grad = g.data_ptr();
+  ParamUpdate update{args, param, grad.contiguous(), counter ? *counter : Tensor(), {}, numbers};
+  update.args.dtype = param.dtype();
+  update.args.n = param.numel();
+  update.args.device = param.device().index;
   int k = 0;
-  for (const Tensor* s : state) args.state[k++] = s ? s->data_ptr() : nullptr;
-  detail::backend(param.device()).optimizer_update(args);
-  param.storage()->bump_version();
-  for (const Tensor* s : state)
-    if (s) s->storage()->bump_version();
+  for (const Tensor* s : state) update.state[k++] = s ? *s : Tensor();
+  detail::host_step(std::move(update));
 }
 
 }  // namespace
@@ -439,6 +470,8 @@ void Adagrad::step() {
     const ParamGroup& group = param_groups()[g];
     detail::UpdateArgs a{};
     a.rule = detail::UpdateRule::Adagrad;
+    a.lr = group.number("lr");
+    a.lr_decay = group.number("lr_decay");
     a.weight_decay = group.number("weight_decay");
     a.eps = group.number("eps");
     a.maximize = group.flag("maximize");
@@ -446,10 +479,11 @@ void Adagrad::step() {
       const Tensor& p = u.param;
       const Tensor& grad = u.grad;
       auto& st = u.state;
-      const double step = count_step(st);
-      a.step_size = group.number("lr") / (1 + (step - 1) * group.number("lr_decay"));
       run_update(a, p, grad,
-                 {&state_tensor(st, "sum", p, group.number("initial_accumulator_value"))});
+                 {&state_tensor(st, "sum", p, group.number("initial_accumulator_value"))},
+                 &step_counter(st), [](detail::UpdateArgs& args, double step) {
+                   args.step_size = args.lr / (1 + (step - 1) * args.lr_decay);
+                 });
     }
   }
 }
@@ -535,11 +569,11 @@ void RMSprop::step() {
       const Tensor& p = u.param;
       const Tensor& grad = u.grad;
       auto& st = u.state;
-      count_step(st);
+      const Tensor* counter = &step_counter(st);
       const Tensor* sq = &state_tensor(st, "square_avg", p);
       const Tensor* buf = a.momentum > 0 ? &state_tensor(st, "momentum_buffer", p) : nullptr;
       const Tensor* ga = a.centered ? &state_tensor(st, "grad_avg", p) : nullptr;
-      run_update(a, p, grad, {sq, ga, buf});
+      run_update(a, p, grad, {sq, ga, buf}, counter);
     }
   }
 }
@@ -602,13 +636,14 @@ void Adam::step() {
       const Tensor* m = &state_tensor(st, "exp_avg", p);
       const Tensor* v = &state_tensor(st, "exp_avg_sq", p);
       const Tensor* vmax = a.amsgrad ? &state_tensor(st, "max_exp_avg_sq", p) : nullptr;
-      // The per-step numbers, in double, in the order torch/optim/adamw.py computes them.
-      const double step = count_step(st);
-      const double bias_correction1 = 1 - std::pow(a.beta1, step);
-      const double bias_correction2 = 1 - std::pow(a.beta2, step);
-      a.step_size = a.lr / bias_correction1;
-      a.bias_correction2_sqrt = std::sqrt(bias_correction2);
-      run_update(a, p, grad, {m, v, vmax});
+      run_update(a, p, grad, {m, v, vmax}, &step_counter(st),
+                 [](detail::UpdateArgs& args, double step) {
+                   // In double, in the order torch/optim/adamw.py computes them.
+                   const double bias_correction1 = 1 - std::pow(args.beta1, step);
+                   const double bias_correction2 = 1 - std::pow(args.beta2, step);
+                   args.step_size = args.lr / bias_correction1;
+                   args.bias_correction2_sqrt = std::sqrt(bias_correction2);
+                 });
     }
   }
 }

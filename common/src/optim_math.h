@@ -39,6 +39,7 @@ struct UpdateArgs {
   void* state[3];  ///< by rule: see the element functions below
   double lr = 0, weight_decay = 0, momentum = 0, dampening = 0, alpha = 0, beta1 = 0, beta2 = 0,
          eps = 0;
+  double lr_decay = 0;               ///< Adagrad
   double step_size = 0;              ///< Adam(W): lr / (1 - beta1^step); Adagrad: the decayed lr
   double bias_correction2_sqrt = 1;  ///< Adam(W): sqrt(1 - beta2^step)
   bool maximize = false, nesterov = false, centered = false, amsgrad = false;

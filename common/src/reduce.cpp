@@ -6,6 +6,7 @@
 
 #include "autograd_internal.h"
 #include "backend.h"
+#include "capture_internal.h"
 #include "dispatch.h"
 #include "internal.h"
 #include "tiny/ops.h"
@@ -49,10 +50,13 @@ int64_t reduced_count(const Tensor& a, const std::vector<bool>& reduce) {
 Tensor reduce_values(const Tensor& a, const std::vector<bool>& reduce, bool keepdim,
                      double divisor) {
   const Device device = detail::op_device("sum", {&a});
-  Tensor acc;
+  Shape kept = a.shape();
+  for (int64_t d = 0; d < a.dim(); ++d)
+    if (reduce[d]) kept[d] = 1;
+  Tensor acc = empty(kept, is_floating(a.dtype()) ? kFloat64 : kInt64, device);
   {
     NoGradGuard plain;
-    acc = detail::backend(device).sum(a, reduce, divisor);
+    detail::launch(detail::backend(device).sum, acc, a, reduce, divisor);
   }
   count_op_cost(static_cast<double>(a.numel()),
                      static_cast<double>(a.nbytes() + acc.numel() * a.element_size()));
@@ -160,7 +164,8 @@ MaxResult max(const Tensor& a, int64_t dim, bool keepdim) {
   const Shape out_shape = a.dim() == 0 ? Shape{} : reduced_shape(x, reduce, keepdim);
   MaxResult r{empty(out_shape, a.dtype(), device), empty(out_shape, kInt64, device)};
   const int64_t m = rows.numel() / n;
-  detail::backend(device).max_rows(r.values.view({m}), r.indices.view({m}), rows.view({m, n}));
+  detail::launch(detail::backend(device).max_rows, r.values.view({m}), r.indices.view({m}),
+                 rows.view({m, n}));
   count_op_cost(static_cast<double>(a.numel()),
                      static_cast<double>(a.nbytes() + r.values.nbytes() + r.indices.nbytes()));
   if (detail::should_record({&a})) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "autograd_internal.h"
+#include "capture_internal.h"
 #include "internal.h"
 #include "tiny/allocator.h"
 #include "tiny/format.h"
@@ -139,6 +140,15 @@ int64_t Tensor::numel() const { return shape_numel(shape_); }
 
 void* Tensor::data_ptr() const {
   if (!storage_) return nullptr;
+  // While this thread captures a CPUGraph, host code may touch tensor memory only as part of
+  // recorded work (capture_internal.h): a replay runs that work again and nothing else, so any
+  // other read or write would happen once, at capture, and silently never again.
+  if (detail::recording()) [[unlikely]]
+    throw RuntimeError(
+        "a tensor's memory was read or written on the host while a CPUGraph was capturing "
+        "(data_ptr(), item(), printing, a random draw, a data loader, a compiled function): "
+        "replay() repeats only the captured kernels, so this would not happen again. Do it "
+        "outside the captured function");
   // A tensor with no element reads nothing, and its offset may be anything (PyTorch accepts
   // as_strided((0,), (1,), 2**62)): it points at its storage's start, not at an address far
   // outside it, or one whose byte count overflows.

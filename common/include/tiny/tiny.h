@@ -25,6 +25,7 @@
 #include "tiny/parallel.h"
 #include "tiny/progress.h"
 #include "tiny/amp.h"
+#include "tiny/capture.h"
 #include "tiny/quantize.h"
 #include "tiny/random.h"
 #include "tiny/tensor.h"

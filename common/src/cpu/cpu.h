@@ -16,7 +16,8 @@ void convert_row(BFloat16* d, const float* s, int64_t n);  // cpu/copy.cpp
 void convert_row(float* d, const BFloat16* s, int64_t n);  // cpu/copy.cpp
 void where(const Tensor& out, const Tensor& condition, const Tensor& a,
            const Tensor& b);                                                     // cpu/backend.cpp
-Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor);    // cpu/reduce.cpp
+void sum(const Tensor& out, const Tensor& a, const std::vector<bool>& reduce,
+         double divisor);                                                        // cpu/reduce.cpp
 void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows);  // cpu/reduce.cpp
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);                // cpu/matmul.cpp
 void optimizer_update(const UpdateArgs& args);                                   // cpu/optim.cpp

@@ -196,17 +196,16 @@ void add_rows_into(Acc* s, int64_t ss, const T* x, int64_t rs, int64_t xs, int64
       s[j * ss] += static_cast<Acc>(static_cast<opmath_t<T>>(x[r * rs + j * xs]));
 }
 
-template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<bool>& reduce) {
-  Shape kept = a.shape();
-  for (int64_t d = 0; d < a.dim(); ++d)
-    if (reduce[d]) kept[d] = 1;
-  Tensor acc = zeros(kept, dtype_of<Acc>());  // allocated here: the threads below must not
+// acc (the kept shape, contiguous) = the sum of `a` over the flagged dimensions.
+template <typename Acc>
+void accumulate(const Tensor& acc, const Tensor& a, const std::vector<bool>& reduce) {
+  Acc* pacc = acc.data<Acc>();
+  std::fill_n(pacc, acc.numel(), Acc(0));
   Strides acc_strides = acc.strides();
   for (int64_t d = 0; d < a.dim(); ++d)
     if (reduce[d]) acc_strides[d] = 0;  // every element along d lands in the same slot
-  Acc* pacc = acc.data<Acc>();
   const CoalescedLoop<2> loop = coalesce<2>(a.shape(), {&a.strides(), &acc_strides});
-  if (loop.empty) return acc;
+  if (loop.empty) return;
   const auto& sizes = loop.sizes;
   const auto& st = loop.steps;  // st[d][0]: the input's step, st[d][1]: the output's
   dispatch_dtype(a.dtype(), [&]<typename T>() {
@@ -253,7 +252,6 @@ template <typename Acc> Tensor accumulate(const Tensor& a, const std::vector<boo
                       });
     }
   });
-  return acc;
 }
 
 // a > b for max's purposes: NaN beats everything, so it propagates.
@@ -265,16 +263,14 @@ template <typename M> bool beats(M candidate, M best) {
 
 }  // namespace
 
-Tensor sum(const Tensor& a, const std::vector<bool>& reduce, double divisor) {
-  if (!is_floating(a.dtype()))
-    return accumulate<int64_t>(a, reduce);  // integers and bool sum to int64
-  Tensor acc = accumulate<double>(a, reduce);
+void sum(const Tensor& out, const Tensor& a, const std::vector<bool>& reduce, double divisor) {
+  if (!is_floating(a.dtype())) return accumulate<int64_t>(out, a, reduce);  // integers, bool: int64
+  accumulate<double>(out, a, reduce);
   if (divisor != 1) {
     // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
-    double* p = acc.data<double>();
-    for (int64_t i = 0; i < acc.numel(); ++i) p[i] /= divisor;
+    double* p = out.data<double>();
+    for (int64_t i = 0; i < out.numel(); ++i) p[i] /= divisor;
   }
-  return acc;
 }
 
 void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows) {
