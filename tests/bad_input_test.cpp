@@ -336,6 +336,13 @@ const std::vector<BadInput>& table() {
       BAD("ch06", "load a checkpoint that does not exist", RuntimeError,
           "load_safetensors: [Errno 2] No such file or directory: '/nonexistent/model.safetensors'",
           false, load_safetensors("/nonexistent/model.safetensors")),
+      BAD("ch06", "replay a CPUGraph that captured nothing", RuntimeError,
+          "Called CPUGraph::replay without a preceding successful capture.", false,
+          CPUGraph().replay()),
+      BAD("ch06", "item() inside a captured step", RuntimeError,
+          "item() cannot run while a CPUGraph is capturing: the number would be read once, at "
+          "capture, and never again at replay(). Read it after capture() or replay() returns",
+          false, CPUGraph().capture([] { (void)(ones({2}) * 2).sum().item(); })),
       // ---- chapter 08: mixed precision -------------------------------------------------------
       BAD("ch08", "autocast to float32 (it only lowers precision)", ValueError,
           "autocast runs ops in float16 or bfloat16, not float32", false,
