@@ -7,15 +7,18 @@
 //
 // The bar: under 10% of the loop's time outside the kernels. "Inside the kernels" means
 // in the CPU backend's work functions (common/src/cpu/: the elementwise loops, copy, where,
-// the reductions, matmul and BLAS, optimizer_update) and what they call (libm, OpenBLAS,
-// memset/memcpy on their behalf); "outside" is everything else the loop runs: the dispatcher
-// (dtype promotion, broadcasting, shape logic, the op table), autograd recording and the
-// backward walk, the allocator and malloc, reference counts, the optimizer's bookkeeping (its
-// settings maps, state lookups, step counter). bench/router_profile.sh runs this loop under
-// callgrind (train_router only, the harness excluded) and prints that split and the top
-// functions by self cost; this program prints the time.
+// the reductions, matmul and BLAS, optimizer_update) and everything they call (the strided-loop
+// helpers, libm, OpenBLAS, memset/memcpy on their behalf), malloc excepted; "outside" is
+// everything else the loop runs: the dispatcher (dtype promotion, broadcasting, shape logic, the
+// op table), autograd recording and the backward walk, the allocator and malloc, reference
+// counts, the optimizer's bookkeeping (its settings maps, state lookups, step counter).
+// bench/router_profile.sh runs a loop under callgrind (the loop function only, the harness
+// excluded) and prints that split and the top functions by self cost; this program prints the
+// time. The eager loop is about three quarters outside; the same loop with its step captured
+// once in a CPUGraph and replayed (train_router_replayed) meets the bar.
 //   build/bench/bench_router --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-//   bench/router_profile.sh build
+//   bench/router_profile.sh build eager
+//   bench/router_profile.sh build replayed
 #include <algorithm>
 #include <cmath>
 #include <numeric>

@@ -20,7 +20,7 @@
 # operator new/delete, even when a kernel calls them.
 # (Until the CPUGraph, only the cpu namespace's own instructions counted as inside, and the
 # helpers as outside; by that stricter count the eager loop is 79% outside and the replayed one
-# 29%, by this one 74% and 9.5%, on an Intel Xeon with AVX-512.)
+# 28%, by this one 74% and 8.7%, on an Intel Xeon with AVX-512.)
 #
 # Callgrind counts instructions, not time: the kernels' instructions (divisions, exp, log) take
 # more cycles each than the dispatcher's, so the time share inside the kernels is somewhat

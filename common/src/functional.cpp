@@ -215,7 +215,10 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
   const Tensor classes = empty(target.shape(), kInt64);
   const Tensor count = empty({}, kFloat64);
   detail::host_step([target, classes, count, C, ignore_index] {
-    const Tensor given = target.to(kInt64).contiguous().cpu();
+    Tensor converted;  // only when the targets are not int64 already, in order, on the CPU
+    const bool usable =
+        target.dtype() == kInt64 && target.is_contiguous() && target.device().is_cpu();
+    const Tensor& given = usable ? target : (converted = target.to(kInt64).contiguous().cpu());
     const int64_t* in = given.data<int64_t>();
     int64_t* cls = classes.data<int64_t>();
     int64_t counted = 0;

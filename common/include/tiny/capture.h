@@ -30,6 +30,11 @@
 ///   tensor replaced: capture again). What cannot be replayed is refused while capturing, with
 ///   a RuntimeError: reading or writing a tensor's elements on the host (item(), data_ptr(),
 ///   printing one), random draws, a compiled function's kernel, and work on a GPU.
+/// C++ code of the function itself (a hook, a counter, a print of something other than a
+/// tensor) runs once, at capture; only the kernels it launched replay. So does work done the
+/// first time only: a buffer made on the first call is made once, but the kernel that zeroed it
+/// replays, as in a CUDA graph; run such a function once before capturing it (the library's
+/// optimizers make their state outside the graph for this reason).
 /// The graph holds every tensor its kernels touch, so the memory stays valid however long it
 /// lives; reset() lets it go. Only the capturing thread records; nothing else changes for other
 /// threads. ch06 and bench/bench_router.cpp use it for the router's training loop.
@@ -43,9 +48,12 @@ namespace tiny {
 /// Kernels captured from one run of a function, replayed on the same memory.
 class CPUGraph {
  public:
+  /// An empty graph: capture() fills it.
   CPUGraph();
   ~CPUGraph();
+  /// Moves the capture (and the tensors it holds) over; the old graph is left empty.
   CPUGraph(CPUGraph&&) noexcept;
+  /// Drops this graph's capture and moves `other`'s over; `other` is left empty.
   CPUGraph& operator=(CPUGraph&&) noexcept;
   CPUGraph(const CPUGraph&) = delete;
   CPUGraph& operator=(const CPUGraph&) = delete;
