@@ -184,6 +184,51 @@ TEST(CPUGraph, ReplaysEveryKindOfKernelOnNewInputValues) {
   }
 }
 
+// tril and triu build their mask on the host; the where that applies it is a kernel like any
+// other, and so is the backward's.
+TEST(CPUGraph, TrilAndItsGradientAreReplayed) {
+  Tensor a = randn({4, 4}).requires_grad_(true), out;
+  CPUGraph graph;
+  graph.capture([&] {
+    a.set_grad(Tensor());
+    out = tril(a * 2);
+    out.sum().backward();
+  });
+  a.detach().copy_(randn({4, 4}));
+  graph.replay();
+  EXPECT_TRUE(same_bits(out, tril(a.detach() * 2)));
+  EXPECT_TRUE(same_bits(a.grad(), tril(ones({4, 4})) * 2));
+}
+
+// Numbers the function wrote into tensors of its own (arange, tensor, scalar_tensor) are
+// constants of the graph: one the function changes in place starts every replay afresh.
+TEST(CPUGraph, ConstantsChangedInPlaceStartEachReplayAfresh) {
+  Tensor x = full({3}, 2.0f), total, steps;
+  CPUGraph graph;
+  graph.capture([&] {
+    total = scalar_tensor(1.0f);
+    total.add_(x.sum());
+    steps = arange(3).to(kFloat32);
+    steps.mul_(x);
+  });
+  x.fill_(5);
+  graph.replay();
+  graph.replay();
+  EXPECT_EQ(total.item(), 16);
+  EXPECT_EQ(steps.tolist(), (std::vector<double>{0, 5, 10}));
+}
+
+// Without zero_grad the gradients add up, at every eager call and at every replay alike.
+TEST(CPUGraph, GradientsAccumulateAcrossReplaysAsAcrossCalls) {
+  Tensor w = ones({2}, kFloat64).requires_grad_(true);
+  auto step = [&] { (w * w).sum().backward(); };
+  step();  // .grad exists before the capture: later gradients are added into it
+  CPUGraph graph;
+  graph.capture(step);
+  for (int k = 0; k < 3; ++k) graph.replay();
+  EXPECT_EQ(w.grad().tolist(), (std::vector<double>{10, 10}));  // 5 backward passes of 2 w
+}
+
 // cross_entropy's targets are read on the host: a replay reads each new batch's classes, counts
 // the ones not ignored afresh, and refuses a class out of range as the eager op does.
 TEST(CPUGraph, CrossEntropyChecksAndCountsEachReplaysTargets) {
@@ -268,11 +313,12 @@ TEST(CPUGraph, TheGraphKeepsItsMemory) {
 TEST(CPUGraph, OtherThreadsAreNotCaptured) {
   Tensor x = full({2}, 3.0), y;
   double other = 0;
-  CPUGraph graph;
+  CPUGraph alone, graph;
+  alone.capture([&] { y = x + 1; });
   graph.capture([&] {
     std::thread([&] { other = (x * x).sum().item(); }).join();
     y = x + 1;
   });
   EXPECT_EQ(other, 18);
-  EXPECT_EQ(graph.kernels(), 1);
+  EXPECT_EQ(graph.kernels(), alone.kernels());
 }

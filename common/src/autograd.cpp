@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "autograd_internal.h"
+#include "capture_internal.h"
 #include "dispatch.h"
 #include "internal.h"
 #include "memory_internal.h"
@@ -88,9 +89,12 @@ class AccumulateGrad : public Node {
     grad = grad.to(dtype_);
     // No other tensor may share the memory of a .grad. The first gradient is therefore copied,
     // unless nothing else can see it (as PyTorch does): then the leaf takes it over and a
-    // copy's worth of memory is never needed. Later gradients are added out of place.
+    // copy's worth of memory is never needed. Later gradients are added out of place, except
+    // while a CPUGraph records: its replays must add into the .grad they find, as each eager
+    // call does, not into the one that was there at capture.
     if (meta->grad.defined()) {
-      meta->grad = add(meta->grad, grad);
+      if (detail::recording()) meta->grad.add_(grad);
+      else meta->grad = add(meta->grad, grad);
     } else {
       // The engine's handle `g` and `grad` (when it is g) are the only holders allowed, and the
       // handle of the base a view keeps (a transposed product is a view of the product).

@@ -4,10 +4,12 @@
 // reads and writes, which keeps their memory alive and at the same addresses for as long as the
 // graph lives: a temporary that the captured function freed halfway through is still there
 // for the kernels that used it, and no later allocation can be handed its block.
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "backend.h"
 #include "capture_internal.h"
 #include "tiny/capture.h"
 #include "tiny/error.h"
@@ -40,6 +42,17 @@ std::function<void()>& record_host_step(std::function<void()> work) {
   t_capture->work.push_back(std::move(work));
   ++t_capture->host_steps;
   return t_capture->work.back();
+}
+
+void record_constant(const Tensor& t) {
+  if (!recording()) return;
+  Tensor values = empty(t.shape(), t.dtype());
+  {
+    const HostScope copying;
+    std::memcpy(values.data_ptr(), t.data_ptr(), t.nbytes());
+  }
+  const auto copy = backend(Device::cpu()).copy;
+  record_kernel(Device::cpu(), [copy, t, values] { copy(t, values); });
 }
 
 }  // namespace detail

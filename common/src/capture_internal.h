@@ -45,6 +45,12 @@ void check_capture_device(Device device);
 void record_kernel(Device device, std::function<void()> work);
 std::function<void()>& record_host_step(std::function<void()> work);
 
+/// For a tensor the host has just filled with numbers the caller gave (arange, tensor,
+/// scalar_tensor): while recording, keeps a copy of its values and records a kernel that writes
+/// them back at every replay, so that a constant the captured function then changes in place
+/// (`acc = scalar_tensor(0); acc += x`) starts each replay as it started the capture.
+void record_constant(const Tensor& t);
+
 /// Runs kernel(args...); while recording, also keeps a copy that holds each argument by value.
 template <typename... Params, typename... Args>
 void launch(void (*kernel)(Params...), const Args&... args) {

@@ -95,7 +95,7 @@ Tensor& fill_recorded(Tensor& t, Scalar value, const char* name) {
   const bool record = detail::check_inplace_autograd(t, nullptr, 0);
   const Edge old = record ? detail::edge_for(t) : Edge{};
   const Tensor number =
-      scalar_tensor(value, t.dtype());  // a 0-dim CPU tensor: a number to any device
+      detail::number_tensor(value, t.dtype());  // a 0-dim CPU tensor: a number to any device
   {
     NoGradGuard plain;  // the write is recorded below, as this op
     // An expanded view (stride 0) reads some elements many times. PyTorch fills it all the same

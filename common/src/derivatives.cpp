@@ -4,6 +4,7 @@
 #include "derivatives.h"
 
 #include "dispatch.h"
+#include "internal.h"
 #include "tiny/ops.h"
 
 namespace tiny::detail {
@@ -13,7 +14,9 @@ namespace {
 using Grads = std::array<Tensor, 3>;
 
 // A number in the dtype of `like`, to multiply a gradient by.
-Tensor number(double value, const Tensor& like) { return scalar_tensor(value, like.dtype()); }
+Tensor number(double value, const Tensor& like) {
+  return detail::number_tensor(value, like.dtype());
+}
 
 // ---- two inputs ---------------------------------------------------------------------------------
 

@@ -386,7 +386,7 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
       else if (reduction == "max" || reduction == "min") t = extreme(t, reduce_dims, reduction);
       else if (reduction == "prod") t = product(t, reduce_dims);
       else if (reduction == "any" || reduction == "all")  // is any (all) element nonzero
-        t = extreme(ne(t, scalar_tensor(0, t.dtype())), reduce_dims,
+        t = extreme(ne(t, detail::number_tensor(0, t.dtype())), reduce_dims,
                     reduction == "any" ? "max" : "min");
       else
         throw PatternError{"Unknown reduction " + reduction +

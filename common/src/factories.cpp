@@ -54,7 +54,8 @@ namespace {
 // in-place modification (a fresh tensor is at version 0, as in PyTorch).
 Tensor filled(const Shape& shape, Scalar value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  detail::launch(detail::backend(device).copy, t, scalar_tensor(value, dtype).expand(shape));
+  detail::launch(detail::backend(device).copy, t,
+                 detail::number_tensor(value, dtype).expand(shape));
   return t;
 }
 }  // namespace
@@ -155,11 +156,14 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype,
   if (!(count >= 0 && count < 0x1p63)) throw RuntimeError("invalid size, possible overflow?");
   const int64_t n = static_cast<int64_t>(count);
   Tensor out = empty({n}, dt);
-  const detail::HostScope constant;  // numbers the caller gave: a CPUGraph keeps them
-  dispatch_dtype(dt, [&]<typename T>() {
-    T* p = out.data<T>();
-    for (int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(b + static_cast<double>(i) * s);
-  });
+  {
+    const detail::HostScope constant;  // numbers the caller gave
+    dispatch_dtype(dt, [&]<typename T>() {
+      T* p = out.data<T>();
+      for (int64_t i = 0; i < n; ++i) p[i] = detail::convert<T>(b + static_cast<double>(i) * s);
+    });
+  }
+  detail::record_constant(out);
   return out.to(device);
 }
 
@@ -207,21 +211,29 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
                                   : widest == Scalar::Kind::Int ? kInt64
                                                                 : kBool);
   Tensor out = empty(shape, dt);
-  const detail::HostScope constant;  // numbers the caller gave: a CPUGraph keeps them
-  dispatch_dtype(dt, [&]<typename T>() {
-    T* p = out.data<T>();
-    // torch.tensor names the dtype its own way here: "int64", not "int64_t".
-    for (size_t i = 0; i < flat.size(); ++i) p[i] = number_to<T>(flat[i], dtype_name(dt), false);
-  });
+  {
+    const detail::HostScope constant;  // numbers the caller gave
+    dispatch_dtype(dt, [&]<typename T>() {
+      T* p = out.data<T>();
+      // torch.tensor names the dtype its own way here: "int64", not "int64_t".
+      for (size_t i = 0; i < flat.size(); ++i) p[i] = number_to<T>(flat[i], dtype_name(dt), false);
+    });
+  }
+  detail::record_constant(out);
   return out.to(device);
 }
 
-Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
-  const DType dt = dtype.value_or(s.default_dtype());
+Tensor detail::number_tensor(Scalar s, DType dt) {
   Tensor out = empty({}, dt);
-  const detail::HostScope constant;  // a number the caller gave: a CPUGraph keeps it
-  dispatch_dtype(dt,
-                 [&]<typename T>() { *out.data<T>() = number_to<T>(s, detail::convert_type_name(dt), true); });
+  const HostScope constant;  // a number the library chose: a CPUGraph keeps it as it is
+  dispatch_dtype(
+      dt, [&]<typename T>() { *out.data<T>() = number_to<T>(s, convert_type_name(dt), true); });
+  return out;
+}
+
+Tensor scalar_tensor(Scalar s, std::optional<DType> dtype, Device device) {
+  Tensor out = detail::number_tensor(s, dtype.value_or(s.default_dtype()));
+  detail::record_constant(out);  // the caller's to change in place
   return out.to(device);
 }
 

@@ -121,8 +121,8 @@ Tensor mse_loss(const Tensor& input_, const Tensor& target_) {
         out, "MseLossBackward0", {input, target},
         [si, st, n](const Tensor& g) {
           const Tensor d =
-              mul(sub(si.unpack(), st.unpack()),
-                  div(mul(g, scalar_tensor(2.0, g.dtype())), scalar_tensor(n, g.dtype())));
+              mul(sub(si.unpack(), st.unpack()), div(mul(g, detail::number_tensor(2.0, g.dtype())),
+                                                     detail::number_tensor(n, g.dtype())));
           return std::vector<Tensor>{d, neg(d)};  // 2 (x - y) / n, and its negative
         },
         3 * n, 3 * n);
@@ -140,7 +140,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& tar
   {
     NoGradGuard values_only;
     // log(1 + exp(-|x|)) is at most log 2 and never overflows; max(x, 0) - x y supplies the rest.
-    const Tensor softplus_tail = log(add(exp(neg(abs(logits))), scalar_tensor(1, logits.dtype())));
+    const Tensor softplus_tail =
+        log(add(exp(neg(abs(logits))), detail::number_tensor(1, logits.dtype())));
     out = mean(add(sub(relu(logits), mul(logits, target)), softplus_tail));
   }
   if (detail::should_record({&logits, &target})) {
@@ -151,7 +152,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits_, const Tensor& tar
         out, "BinaryCrossEntropyWithLogitsBackward0", {logits, target},
         [sx, sy, n](const Tensor& g) {
           const Tensor x = sx.unpack(), y = sy.unpack(),
-                       scale = div(g, scalar_tensor(n, g.dtype()));
+                       scale = div(g, detail::number_tensor(n, g.dtype()));
           // d/dx = sigmoid(x) - y; d/dy = -x.
           return std::vector<Tensor>{mul(sub(sigmoid(x), y), scale), mul(neg(x), scale)};
         },
@@ -214,7 +215,10 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
   // CPUGraph that captures the loss checks and counts each replay's targets afresh.
   const Tensor classes = empty(target.shape(), kInt64);
   const Tensor count = empty({}, kFloat64);
-  detail::host_step([target, classes, count, C, ignore_index] {
+  // The count becomes a number of lp's dtype below, and float16 holds 65504 at most.
+  const double most = finfo(lp.dtype()).max;
+  const char* type_name = detail::convert_type_name(lp.dtype());
+  detail::host_step([target, classes, count, C, ignore_index, most, type_name] {
     Tensor converted;  // only when the targets are not int64 already, in order, on the CPU
     const bool usable =
         target.dtype() == kInt64 && target.is_contiguous() && target.device().is_cpu();
@@ -232,6 +236,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
       cls[i] = in[i];
       ++counted;
     }
+    if (static_cast<double>(counted) > most)
+      throw RuntimeError(std::string("value cannot be converted to type ") + type_name +
+                         " without overflow");
     *count.data<double>() = static_cast<double>(counted);
   });
   // A one-hot mask along the class dimension picks lp[..., target, ...]: the targets laid out
@@ -247,14 +254,15 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index)
     NoGradGuard values_only;
     // With every target ignored this is 0 / 0: NaN, as in PyTorch. The count is divided as a
     // number of lp's dtype (a 0-dim CPU tensor), as PyTorch divides by its integer count.
-    out = neg(div(sum(where(picked, lp, scalar_tensor(0, lp.dtype()))), count.to(lp.dtype())));
+    out = neg(
+        div(sum(where(picked, lp, detail::number_tensor(0, lp.dtype()))), count.to(lp.dtype())));
   }
   if (detail::should_record({&lp})) {
     detail::record(
         out, node, {lp},
         [picked, count](const Tensor& g) {
           const Tensor each = div(neg(g), count.to(g.dtype()));
-          return std::vector<Tensor>{where(picked, each, scalar_tensor(0, g.dtype()))};
+          return std::vector<Tensor>{where(picked, each, detail::number_tensor(0, g.dtype()))};
         },
         static_cast<double>(classes.numel()), static_cast<double>(classes.numel()));
   }

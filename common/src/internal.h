@@ -338,6 +338,11 @@ inline bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
 /// a dtype's element (c10::checked_convert): "int8_t", "int" for int32, "c10::Half".
 const char* convert_type_name(DType dt);
 
+/// A 0-dim CPU tensor holding `s` as a `dtype` number (scalar_tensor's check of its range), for
+/// the numbers the library itself passes to ops (a wrapped Python number, a loss's zero) and
+/// never writes into: unlike scalar_tensor's, a CPUGraph does not restore them at each replay.
+Tensor number_tensor(Scalar s, DType dtype);
+
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.
 std::string shape_str(const Shape& shape);
 

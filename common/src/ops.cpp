@@ -37,7 +37,7 @@ Tensor& run_inplace(Tensor& self, OpId id, std::array<const Tensor*, 3> in, ops:
 
 // A number next to a tensor becomes a 0-dim tensor of the dtype promotion gives the pair, so that
 // `int64 * 2` stays int64 and `float16 * 2.5` stays float16.
-Tensor wrap(const Tensor& t, Scalar s) { return scalar_tensor(s, result_type(t, s)); }
+Tensor wrap(const Tensor& t, Scalar s) { return detail::number_tensor(s, result_type(t, s)); }
 
 // PyTorch's checks on add's and sub's alpha.
 ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
@@ -451,7 +451,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     detail::record(
         out, "WhereBackward0", {a, b},
         [c](const Tensor& g) {
-          const Tensor cond = c.unpack(), zero = scalar_tensor(0, g.dtype(), g.device());
+          const Tensor cond = c.unpack(), zero = detail::number_tensor(0, g.dtype()).to(g.device());
           return std::vector<Tensor>{where(cond, g, zero), where(cond, zero, g)};
         },
         0, 0);
@@ -471,11 +471,13 @@ template <typename Keep> Tensor triangle(const char* op, const Tensor& a, Keep k
     throw RuntimeError(std::string(op) + ": input tensor must have at least 2 dimensions");
   const int64_t R = a.size(-2), C = a.size(-1);
   Tensor mask = empty({R, C}, kBool);
-  const detail::HostScope constant;  // the mask depends on the shape alone: a graph keeps it
-  bool* k = mask.data<bool>();
-  for (int64_t i = 0; i < R; ++i)
-    for (int64_t j = 0; j < C; ++j) k[i * C + j] = keep(i, j);
-  return where(mask.to(a.device()), a, scalar_tensor(0, a.dtype()));
+  {
+    const detail::HostScope constant;  // the mask depends on the shape alone: a graph keeps it
+    bool* k = mask.data<bool>();
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) k[i * C + j] = keep(i, j);
+  }
+  return where(mask.to(a.device()), a, detail::number_tensor(0, a.dtype()));
 }
 
 // The gradient of a masked copy is the same mask (`same`: triu or tril) applied to the gradient.

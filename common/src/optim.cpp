@@ -302,7 +302,10 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
 // saved with the rest of the state), counted by ParamUpdate below.
 const Tensor& step_counter(std::map<std::string, Tensor>& state) {
   auto it = state.find("step");
-  if (it == state.end()) it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
+  if (it == state.end()) {
+    const detail::HostScope once;  // as state_tensor's: never reset by a CPUGraph's replays
+    it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
+  }
   const Tensor& t = it->second;
   if (t.dtype() != kFloat32 || !t.device().is_cpu() || t.numel() != 1)
     throw RuntimeError("optimizer state 'step' must be one float32 number on the CPU");

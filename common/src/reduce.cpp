@@ -82,7 +82,7 @@ Tensor record_reduction(Tensor out, const Tensor& a, const std::vector<bool>& re
       out, name, {a},
       [kept, in, divisor](const Tensor& g) {
         Tensor spread = g.reshape(kept).expand(in);
-        if (divisor != 1) spread = div(spread, scalar_tensor(divisor, g.dtype()));
+        if (divisor != 1) spread = div(spread, detail::number_tensor(divisor, g.dtype()));
         return std::vector<Tensor>{spread};
       },
       static_cast<double>(a.numel()), divisor != 1 ? static_cast<double>(a.numel()) : 0);
