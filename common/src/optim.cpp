@@ -352,6 +352,7 @@ void run_update(const detail::UpdateArgs& args, const Tensor& param, const Tenso
                 std::initializer_list<const Tensor*> state, const Tensor* counter = nullptr,
                 StepNumbers numbers = nullptr) {
   if (!param.is_contiguous()) throw RuntimeError("optimizer step: parameters must be contiguous");
+  detail::check_capture_device(param.device());  // a CPUGraph replays CPU work only
   ParamUpdate update{args, param, grad.contiguous(), counter ? *counter : Tensor(), {}, numbers};
   update.args.dtype = param.dtype();
   update.args.n = param.numel();
