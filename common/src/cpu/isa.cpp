@@ -48,6 +48,15 @@ Isa set_cpu_isa(Isa isa) {
   return chosen().exchange(isa < best ? isa : best);
 }
 
+bool sums_prefetch_ahead() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool intel = __builtin_cpu_is("intel");
+  return intel;
+#else
+  return false;
+#endif
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::Avx512: return "avx512";

@@ -27,4 +27,8 @@ Isa set_cpu_isa(Isa isa);
 /// "avx512", "avx2" or "baseline".
 const char* isa_name(Isa isa);
 
+/// Whether a sum along memory asks for the data a page ahead of what it adds. Intel's cores
+/// want it, AMD's do not (cpu/reduce.cpp has the measurements), so it follows the vendor.
+bool sums_prefetch_ahead();
+
 }  // namespace tiny::detail::cpu
