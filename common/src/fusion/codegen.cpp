@@ -16,6 +16,15 @@ namespace tiny::detail::fusion {
 
 namespace {
 
+// The elements of a row a generated kernel computes into its buffer before streaming them out
+// (internal.h's kStreamBytes says when it streams). Short blocks let the streaming stores go out
+// while the next block computes; long ones leave the memory idle during the arithmetic and then
+// stall the core on a burst of stores. The GELU chain on 4096 x 4096 float32 (bench_fusion,
+// Intel Xeon, medians of 3) took 5.72 / 5.06 / 4.76 / 4.87 ms on 2 threads with blocks of 256 /
+// 64 / 32 / 16 elements, and 11.5 / 10.5 / 9.30 / 9.35 ms on 1; memory-bound chains (x*g+b+x) ran
+// at the clone's speed with every size.
+constexpr long long kFusedStreamBlock = 32;
+
 // The C++ type a value of dtype `d` is held in while the kernel computes: 16-bit floats are
 // computed in float32 (PyTorch's opmath type), and stay there between fused ops.
 const char* math_type(DType d) {
@@ -187,7 +196,7 @@ std::string cpp_source(const Graph& g, const std::string& name) {
   std::ostringstream s;
   s << graph_comment(g) << "#include <cstdint>\n#include <cstring>\n"
     << detail::float_formats_source() << "\n";
-  s << "namespace tiny_fused {\nconstexpr long long kBlock = " << kStreamBlock << ";\n";
+  s << "namespace tiny_fused {\nconstexpr long long kBlock = " << kFusedStreamBlock << ";\n";
   // The math functions the op expressions call come with the prelude: float32 through the
   // library's vectorisable versions (fusion/fused_math.inc), so that the compiler can vectorise
   // the whole loop, and the eager kernels' bits.
