@@ -27,7 +27,8 @@ namespace tiny::detail {
 /// copies large against the last-level cache. The eager CPU loops (cpu/elementwise.h) and
 /// chapter 09's generated kernels (fusion/codegen.cpp) both follow it.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
-constexpr int64_t kStreamBlock = 256;  // the eager loops' blocks; the generated kernels' are in codegen.cpp
+/// The eager loops' block; the generated kernels have their own (kFusedStreamBlock, codegen.cpp).
+constexpr int64_t kStreamBlock = 256;
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
 /// arithmetic type; to bool means "not zero". A float to an integer type truncates; NaN, the
