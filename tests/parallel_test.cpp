@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "cpu/isa.h"
 #include "internal.h"
 #include "parallel.h"
 #include "test_util.h"
@@ -280,6 +282,65 @@ TEST(Parallel, LargeFloat32ResultsWrittenAroundTheCachesAreExact) {
       for (int64_t i = 0; i < n; ++i)
         wrong += z.data<float>()[i] != static_cast<float>(double(px[i]) * double(pr[i % cols]));
       EXPECT_EQ(wrong, 0) << threads << " thread(s)";
+    }
+  }
+}
+
+// The vector math (exp, erf, tanh, ...) streams large float32 results too, from kStreamParts
+// places in each thread's share of the row at once (stream_blocks, cpu/elementwise.h). Every
+// element must have the bits the same op gives it in a small tensor, which is computed the
+// ordinary way: results just over the threshold, whose parts are not whole blocks, of one input
+// (gelu, exp, tanh), two (lerp) and three (lerp with a tensor of weights), on one and on two
+// threads; and lerp_out into a destination 5 elements past a 64-byte boundary, with NaN guards
+// around it.
+TEST(Parallel, LargeVectorMathResultsAreStreamedWithTheSameBits) {
+  TINY_SEEDED(rng);
+  const int64_t n = detail::kStreamBytes / 4 + 4099;
+  const Tensor x = random_values(rng, {n}).to(kFloat32), y = random_values(rng, {n}).to(kFloat32);
+  const Tensor w = rand({n}, kFloat32);
+  using Op = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<std::string, Op>> ops = {
+      {"gelu", [](const Tensor& a, const Tensor&, const Tensor&) { return gelu(a); }},
+      {"exp", [](const Tensor& a, const Tensor&, const Tensor&) { return exp(a); }},
+      {"tanh", [](const Tensor& a, const Tensor&, const Tensor&) { return tanh(a); }},
+      {"lerp", [](const Tensor& a, const Tensor& b, const Tensor&) { return lerp(a, b, 0.3); }},
+      {"lerp (weights)",
+       [](const Tensor& a, const Tensor& b, const Tensor& c) { return lerp(a, b, c); }}};
+  ThreadsGuard guard;
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    // The reference, in pieces of 4096 elements: far below the threshold.
+    Tensor expected = empty({n}, kFloat32);
+    for (int64_t at = 0; at < n; at += 4096) {
+      const int64_t len = std::min<int64_t>(4096, n - at);
+      expected.narrow(0, at, len)
+          .copy_(op(x.narrow(0, at, len), y.narrow(0, at, len), w.narrow(0, at, len)));
+    }
+    const auto* e = static_cast<const uint32_t*>(expected.data_ptr());
+    // Each instruction set's copy of the loop (those this processor has), and two thread counts.
+    using detail::cpu::Isa;
+    const std::vector<std::pair<Isa, int>> runs = {
+        {Isa::Avx512, 1}, {Isa::Avx512, 2}, {Isa::Avx2, 2}, {Isa::Baseline, 2}};
+    for (const auto& [isa, threads] : runs) {
+      const Isa before = detail::cpu::set_cpu_isa(isa);
+      set_num_threads(threads);
+      const Tensor result = op(x, y, w);
+      const auto* r = static_cast<const uint32_t*>(result.data_ptr());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) wrong += r[i] != e[i];
+      EXPECT_EQ(wrong, 0) << threads << " thread(s), "
+                          << detail::cpu::isa_name(detail::cpu::cpu_isa());
+      if (name == "lerp (weights)") {
+        Tensor buffer = full({n + 16}, NAN, kFloat32);
+        lerp_out(buffer.narrow(0, 5, n), x, y, w);
+        const auto* b = static_cast<const uint32_t*>(buffer.data_ptr());
+        wrong = 0;
+        for (int64_t i = 0; i < n; ++i) wrong += b[5 + i] != e[i];
+        EXPECT_EQ(wrong, 0) << threads << " thread(s), lerp_out";
+        for (int64_t i : {int64_t(0), int64_t(4), n + 5, n + 15})
+          EXPECT_TRUE(std::isnan(buffer.data<float>()[i])) << "element " << i << " was written";
+      }
+      detail::cpu::set_cpu_isa(before);
     }
   }
 }

@@ -27,8 +27,11 @@ namespace tiny::detail {
 /// copies large against the last-level cache. The eager CPU loops (cpu/elementwise.h) and
 /// chapter 09's generated kernels (fusion/codegen.cpp) both follow it.
 constexpr int64_t kStreamBytes = int64_t(8) << 20;
-/// The eager loops' block; the generated kernels have their own (kFusedStreamBlock, codegen.cpp).
-constexpr int64_t kStreamBlock = 256;
+/// The eager loops stream kStreamBlock elements at a time from each of kStreamParts places in a
+/// row (cpu/elementwise.h, stream_blocks); the generated kernels' blocks are kFusedStreamBlock
+/// (fusion/codegen.cpp), and they read four rows at a time.
+constexpr int64_t kStreamBlock = 32;
+constexpr int kStreamParts = 4;
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
 /// arithmetic type; to bool means "not zero". A float to an integer type truncates; NaN, the
