@@ -20,6 +20,8 @@ Tensor gelu_scale_shift(const Tensor& x, const Tensor& g, const Tensor& b) {
   return gelu(x) * g + b + x;
 }
 Tensor scale_shift(const Tensor& x, const Tensor& g, const Tensor& b) { return x * g + b + x; }
+// No broadcast operand: the generated kernel is one loop over all the elements, not rows.
+Tensor gelu_residual(const Tensor& x, const Tensor&, const Tensor&) { return gelu(x) * 1.5 + x; }
 
 struct Inputs {
   Tensor x = randn({kN, kN}), g = randn({kN}), b = randn({kN});
@@ -62,6 +64,11 @@ BENCHMARK(BM_Fused<scale_shift>)->Name("BM_FusedScaleShift")->Arg(static_cast<in
     ->Arg(static_cast<int>(FusionBackend::Interpreter))->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Fused<gelu_scale_shift>)->Name("BM_FusedGeluChain")->Arg(static_cast<int>(FusionBackend::Cpp))
     ->Arg(static_cast<int>(FusionBackend::Interpreter))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Fused<gelu_residual>)
+    ->Name("BM_FusedGeluResidual")
+    ->Arg(static_cast<int>(FusionBackend::Cpp))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The first call with an empty disk cache: trace, generate, compile, load, run.
 void BM_FirstCall(benchmark::State& state) {

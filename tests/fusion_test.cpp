@@ -212,7 +212,10 @@ TEST_F(Fusion, ZeroDimAndEmptyTensors) {
 // rows at a time where an operand is broadcast along the rows, the last rows of a part one at a
 // time: 1031 rows do not divide by 4, rows of 2053 elements are not a whole number of tiles or
 // blocks (nor 16-byte aligned), the transposed input is read with a stride, and the 3-D case
-// has its shared rows inside an outer loop (g varies along the first dimension only).
+// has its shared rows inside an outer loop (g varies along the first dimension only). Without
+// a broadcast operand the kernel streams from four places in its range (or row) side by side,
+// whole blocks each, and the rest one block at a time: a vector of an odd length, and rows of
+// 2053 elements read through a transposed input.
 TEST_F(Fusion, InterpreterMatchesGeneratedCodeBitForBit) {
   TINY_SEEDED(rng);
   Generator gen(rng());
@@ -225,7 +228,11 @@ TEST_F(Fusion, InterpreterMatchesGeneratedCodeBitForBit) {
       {randn({33, 70}, kFloat32, gen), randn({70}, kFloat32, gen), randn({70}, kFloat32, gen)},
       {randn({1031, 2053}, kFloat32, gen), g, b},
       {randn({2053, 1031}, kFloat32, gen).T(), g, b},
-      {randn({3, 347, 2053}, kFloat32, gen), randn({3, 1, 2053}, kFloat32, gen), b}};
+      {randn({3, 347, 2053}, kFloat32, gen), randn({3, 1, 2053}, kFloat32, gen), b},
+      {randn({2100007}, kFloat32, gen), randn({2100007}, kFloat32, gen),
+       randn({2100007}, kFloat32, gen)},
+      {randn({2053, 1031}, kFloat32, gen).T(), randn({1031, 2053}, kFloat32, gen),
+       randn({1031, 2053}, kFloat32, gen)}};
   auto cpp = compile(gelu_scale_shift);
   auto interpreted = compile(gelu_scale_shift, {FusionBackend::Interpreter});
   for (const Case& c : cases) {
@@ -234,6 +241,8 @@ TEST_F(Fusion, InterpreterMatchesGeneratedCodeBitForBit) {
     const Tensor other = c.x * 2.0f;
     for (int threads : {1, 2, 3}) {
       set_num_threads(threads);
+      // As below for the interpreter: the result reuses the block of a different one.
+      cpp(other, c.g, c.b);
       const Tensor expected = cpp(c.x, c.g, c.b);
       ASSERT_NE(cpp.backend().find("C++ kernel"), std::string::npos) << cpp.backend();
       EXPECT_TRUE(close(expected, gelu_scale_shift(c.x, c.g, c.b), 1e-6, 1e-6));

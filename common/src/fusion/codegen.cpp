@@ -360,37 +360,62 @@ inline void stream_fence() {}
     s << indent << "}\n";
   } else {
     if (streamed) {
-      // Blocks of kBlock elements computed into a buffer (vectorised), then streamed out.
-      s << indent << "for (long long start = " << inner_begin << "; start < " << inner_end
-        << "; start += kBlock) {\n";
+      // Blocks of kBlock elements computed into a buffer (vectorised), then streamed out, from
+      // kStreamParts places in the range side by side (`part` elements apart, whole blocks
+      // each), as the eager loops do (cpu/elementwise.h, stream_blocks): one stream of short
+      // blocks kept the memory waiting. The elements after the parts go one block at a time.
+      s << indent << "const long long part = (" << inner_end << " - " << inner_begin << ") / ("
+        << kStreamParts << " * kBlock) * kBlock;\n";
+      for (int parts : {kStreamParts, 1}) {
+        std::string in = indent;
+        if (parts > 1) {
+          s << in << "for (long long start = " << inner_begin << "; start < " << inner_begin
+            << " + part; start += kBlock) {\n";
+          in += "  ";
+          s << in << "const long long n = kBlock;\n";
+        } else {
+          s << in << "for (long long start = " << inner_begin << " + " << kStreamParts
+            << " * part; start < " << inner_end << "; start += kBlock) {\n";
+          in += "  ";
+          s << in << "const long long n = " << inner_end << " - start < kBlock ? " << inner_end
+            << " - start : kBlock;\n";
+        }
+        for (size_t k = 0; k < g.outputs.size(); ++k)
+          s << in << "float block" << k << "[" << parts << "][kBlock];\n";
+        s << vectorize << in << "for (long long j = 0; j < n; ++j) {\n";
+        in += "  ";
+        s << "#if defined(__clang__)\n#pragma clang loop unroll(full)\n#else\n#pragma GCC unroll "
+          << parts << "\n#endif\n";
+        s << in << "for (int r = 0; r < " << parts << "; ++r) {\n";
+        in += "  ";
+        s << in << "const long long " << inner << " = start + r * part + j;\n";
+        auto store = [&](size_t k, const std::string& var) {
+          return "block" + std::to_string(k) + "[r][j] = " + var + ";";
+        };
+        s << element_body(g, in, load, store);
+        for (int close = 0; close < 2; ++close) {
+          in.resize(in.size() - 2);
+          s << in << "}\n";
+        }
+        for (size_t k = 0; k < g.outputs.size(); ++k)
+          s << in << "for (int r = 0; r < " << parts << "; ++r) stream(out" << k
+            << " + o + start + r * part, block" << k << "[r], n);\n";
+        in.resize(in.size() - 2);
+        s << in << "}\n";
+      }
+    } else {
+      s << vectorize << indent << "for (long long " << inner << " = " << inner_begin << "; "
+        << inner << " < " << inner_end << "; ++" << inner << ") {\n";
       indent += "  ";
-      s << indent << "const long long n = " << inner_end << " - start < kBlock ? " << inner_end
-        << " - start : kBlock;\n";
-      for (size_t k = 0; k < g.outputs.size(); ++k)
-        s << indent << "float block" << k << "[kBlock];\n";
-    }
-    const std::string first = streamed ? "0" : inner_begin;
-    const std::string count = streamed ? "n" : inner_end;
-    const std::string loop_var = streamed ? "j" : inner;
-    s << vectorize << indent << "for (long long " << loop_var << " = " << first << "; "
-      << loop_var << " < " << count << "; ++" << loop_var << ") {\n";
-    indent += "  ";
-    if (streamed) s << indent << "const long long " << inner << " = start + j;\n";
-    // Outputs are contiguous: element `o + innermost index`.
-    auto store = [&](size_t k, const std::string& var) {
-      const DType d = g.values[g.outputs[k]].dtype;
-      if (streamed) return "block" + std::to_string(k) + "[j] = " + var + ";";
-      const std::string at = "out" + std::to_string(k) + "[o + " + inner + "]";
-      if (d == kFloat16) return at + " = tiny::float_to_half_bits(float(" + var + "));";
-      if (d == kBFloat16) return at + " = tiny::float_to_bfloat16_bits(float(" + var + "));";
-      return at + " = " + var + ";";
-    };
-    s << element_body(g, indent, load, store);
-    indent.resize(indent.size() - 2);
-    s << indent << "}\n";
-    if (streamed) {
-      for (size_t k = 0; k < g.outputs.size(); ++k)
-        s << indent << "stream(out" << k << " + o + start, block" << k << ", n);\n";
+      // Outputs are contiguous: element `o + innermost index`.
+      auto store = [&](size_t k, const std::string& var) {
+        const DType d = g.values[g.outputs[k]].dtype;
+        const std::string at = "out" + std::to_string(k) + "[o + " + inner + "]";
+        if (d == kFloat16) return at + " = tiny::float_to_half_bits(float(" + var + "));";
+        if (d == kBFloat16) return at + " = tiny::float_to_bfloat16_bits(float(" + var + "));";
+        return at + " = " + var + ";";
+      };
+      s << element_body(g, indent, load, store);
       indent.resize(indent.size() - 2);
       s << indent << "}\n";
     }
