@@ -310,6 +310,42 @@ inline void stream_fence() {}
   };
   const char* vectorize = "#if defined(__clang__)\n#pragma clang loop vectorize(enable)\n"
                           "#else\n#pragma GCC ivdep\n#endif\n";
+  // A streamed loop: `head` opens the loop over the blocks' first element, `start`, and `n` is
+  // the block's length. Each step computes `count` blocks side by side into buffers, vectorised
+  // along j: the rows of a group, or the parts of a range, told apart by r, whose index the line
+  // `index` declares (after the line `before`, outside the r loop). Block r then goes to memory
+  // at out + `target`.
+  auto blocks = [&](const std::string& at, const std::string& head, const std::string& n, int count,
+                    const std::string& before, const std::string& index,
+                    const std::string& target) {
+    std::string in = at;
+    s << in << head << " {\n";
+    in += "  ";
+    s << in << "const long long n = " << n << ";\n";
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      s << in << "float block" << k << "[" << count << "][kBlock];\n";
+    s << vectorize << in << "for (long long j = 0; j < n; ++j) {\n";
+    in += "  ";
+    if (!before.empty()) s << in << before << "\n";
+    s << "#if defined(__clang__)\n#pragma clang loop unroll(full)\n#else\n#pragma GCC unroll "
+      << count << "\n#endif\n";
+    s << in << "for (int r = 0; r < " << count << "; ++r) {\n";
+    in += "  ";
+    s << in << index << "\n";
+    auto store = [&](size_t k, const std::string& var) {
+      return "block" + std::to_string(k) + "[r][j] = " + var + ";";
+    };
+    s << element_body(g, in, load, store);
+    for (int close = 0; close < 2; ++close) {
+      in.resize(in.size() - 2);
+      s << in << "}\n";
+    }
+    for (size_t k = 0; k < g.outputs.size(); ++k)
+      s << in << "for (int r = 0; r < " << count << "; ++r) stream(out" << k << " + " << target
+        << ", block" << k << "[r], n);\n";
+    in.resize(in.size() - 2);
+    s << in << "}\n";
+  };
   if (shared_rows) {
     // The row loop steps kSharedRows rows at a time (one at a time for the last few): r counts
     // the group's first row, and each row's index is declared where the element code reads it.
@@ -324,34 +360,12 @@ inline void stream_fence() {}
     for (int rows : {kSharedRows, 1}) {
       s << indent << (rows == kSharedRows ? "if (rows == " + std::to_string(rows) + ") {\n"
                                           : "} else {\n");
-      std::string in = indent + "  ";
-      s << in << "for (long long start = 0; start < " << inner_size << "; start += kBlock) {\n";
-      in += "  ";
-      s << in << "const long long n = " << inner_size << " - start < kBlock ? " << inner_size
-        << " - start : kBlock;\n";
-      for (size_t k = 0; k < g.outputs.size(); ++k)
-        s << in << "float block" << k << "[" << rows << "][kBlock];\n";
-      s << vectorize << in << "for (long long j = 0; j < n; ++j) {\n";
-      in += "  ";
-      s << in << "const long long " << inner << " = start + j;\n";
-      s << "#if defined(__clang__)\n#pragma clang loop unroll(full)\n#else\n#pragma GCC unroll "
-        << rows << "\n#endif\n";
-      s << in << "for (int r = 0; r < " << rows << "; ++r) {\n";
-      in += "  ";
-      s << in << "const long long i" << row << " = r" << row << " + r;\n";
-      auto store = [&](size_t k, const std::string& var) {
-        return "block" + std::to_string(k) + "[r][j] = " + var + ";";
-      };
-      s << element_body(g, in, load, store);
-      for (int close = 0; close < 2; ++close) {
-        in.resize(in.size() - 2);
-        s << in << "}\n";
-      }
-      for (size_t k = 0; k < g.outputs.size(); ++k)
-        s << in << "for (int r = 0; r < " << rows << "; ++r) stream(out" << k << " + o + r * "
-          << inner_size << " + start, block" << k << "[r], n);\n";
-      in.resize(in.size() - 2);
-      s << in << "}\n";
+      const std::string size = std::to_string(inner_size);
+      blocks(indent + "  ", "for (long long start = 0; start < " + size + "; start += kBlock)",
+             size + " - start < kBlock ? " + size + " - start : kBlock", rows,
+             "const long long " + inner + " = start + j;",
+             "const long long i" + row + " = r" + row + " + r;",
+             "o + r * " + std::to_string(inner_size) + " + start");
     }
     s << indent << "}\n";
     s << indent << "r" << row << " += rows;\n" << indent << "o += rows * " << inner_size
@@ -360,49 +374,21 @@ inline void stream_fence() {}
     s << indent << "}\n";
   } else {
     if (streamed) {
-      // Blocks of kBlock elements computed into a buffer (vectorised), then streamed out, from
-      // kStreamParts places in the range side by side (`part` elements apart, whole blocks
-      // each), as the eager loops do (cpu/elementwise.h, stream_blocks): one stream of short
-      // blocks kept the memory waiting. The elements after the parts go one block at a time.
+      // Blocks from kStreamParts places in the range side by side (`part` elements apart, whole
+      // blocks each), as the eager loops do (cpu/elementwise.h, stream_blocks): one stream of
+      // short blocks kept the memory waiting. The elements after the parts go a block at a time.
       s << indent << "const long long part = (" << inner_end << " - " << inner_begin << ") / ("
         << kStreamParts << " * kBlock) * kBlock;\n";
-      for (int parts : {kStreamParts, 1}) {
-        std::string in = indent;
-        if (parts > 1) {
-          s << in << "for (long long start = " << inner_begin << "; start < " << inner_begin
-            << " + part; start += kBlock) {\n";
-          in += "  ";
-          s << in << "const long long n = kBlock;\n";
-        } else {
-          s << in << "for (long long start = " << inner_begin << " + " << kStreamParts
-            << " * part; start < " << inner_end << "; start += kBlock) {\n";
-          in += "  ";
-          s << in << "const long long n = " << inner_end << " - start < kBlock ? " << inner_end
-            << " - start : kBlock;\n";
-        }
-        for (size_t k = 0; k < g.outputs.size(); ++k)
-          s << in << "float block" << k << "[" << parts << "][kBlock];\n";
-        s << vectorize << in << "for (long long j = 0; j < n; ++j) {\n";
-        in += "  ";
-        s << "#if defined(__clang__)\n#pragma clang loop unroll(full)\n#else\n#pragma GCC unroll "
-          << parts << "\n#endif\n";
-        s << in << "for (int r = 0; r < " << parts << "; ++r) {\n";
-        in += "  ";
-        s << in << "const long long " << inner << " = start + r * part + j;\n";
-        auto store = [&](size_t k, const std::string& var) {
-          return "block" + std::to_string(k) + "[r][j] = " + var + ";";
-        };
-        s << element_body(g, in, load, store);
-        for (int close = 0; close < 2; ++close) {
-          in.resize(in.size() - 2);
-          s << in << "}\n";
-        }
-        for (size_t k = 0; k < g.outputs.size(); ++k)
-          s << in << "for (int r = 0; r < " << parts << "; ++r) stream(out" << k
-            << " + o + start + r * part, block" << k << "[r], n);\n";
-        in.resize(in.size() - 2);
-        s << in << "}\n";
-      }
+      const std::string index = "const long long " + inner + " = start + r * part + j;";
+      blocks(indent,
+             "for (long long start = " + inner_begin + "; start < " + inner_begin +
+                 " + part; start += kBlock)",
+             "kBlock", kStreamParts, "", index, "o + start + r * part");
+      blocks(indent,
+             "for (long long start = " + inner_begin + " + " + std::to_string(kStreamParts) +
+                 " * part; start < " + inner_end + "; start += kBlock)",
+             inner_end + " - start < kBlock ? " + inner_end + " - start : kBlock", 1, "", index,
+             "o + start + r * part");
     } else {
       s << vectorize << indent << "for (long long " << inner << " = " << inner_begin << "; "
         << inner << " < " << inner_end << "; ++" << inner << ") {\n";
