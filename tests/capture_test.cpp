@@ -296,6 +296,36 @@ TEST(CPUGraph, ItsOwnMisuseIsAnError) {
   EXPECT_EQ(y.tolist(), (std::vector<double>{10, 10}));
 }
 
+// A graph moved while it captures takes the capture under way with it; one moved into a local
+// of the function (and destroyed with it) takes the capture away, leaving nothing dangling.
+TEST(CPUGraph, AGraphMovedWhileCapturingTakesTheCapture) {
+  Tensor x = ones({4});
+  CPUGraph graph, outer;
+  graph.capture([&] {
+    x.mul_(2);
+    outer = std::move(graph);
+  });
+  EXPECT_FALSE(graph.captured());
+  ASSERT_TRUE(outer.captured());
+  outer.replay();
+  EXPECT_EQ(x.tolist(), (std::vector<double>{4, 4, 4, 4}));
+  CPUGraph gone;
+  gone.capture([&] {
+    CPUGraph local(std::move(gone));
+    x.add_(1);
+  });
+  EXPECT_FALSE(gone.captured());
+  EXPECT_FALSE(is_capturing());
+  gone.capture([&] { x.add_(1); });  // the moved-from graph captures afresh
+  EXPECT_TRUE(gone.captured());
+  // reset() from inside its own capture would drop the state being filled.
+  CPUGraph self;
+  EXPECT_THROW_MSG(self.capture([&] { self.reset(); }), RuntimeError,
+                   "cannot reset a CPUGraph while it is capturing");
+  EXPECT_FALSE(self.captured());
+  EXPECT_FALSE(is_capturing());
+}
+
 // The tensors a graph uses live as long as the graph, whatever the function kept.
 TEST(CPUGraph, TheGraphKeepsItsMemory) {
   Tensor result;

@@ -115,6 +115,17 @@ TEST(Chapter, TimingsThatContradictTheTextAreMeasuredAgainThenReported) {
             "quiet machine)");
 }
 
+// A median of no trials has no value: timed() refuses it rather than read an empty list.
+TEST(Chapter, TimedNeedsAtLeastOneTrial) {
+  int calls = 0;
+  EXPECT_GE(timed([&] { ++calls; }, 1), 0.0);
+  EXPECT_EQ(calls, 2);  // the warm-up and the one trial
+  for (int trials : {0, -3})
+    EXPECT_TRUE(throws_with<ValueError>([&] { timed([] {}, trials); },
+                                        "timed(): trials must be a positive number, got " +
+                                            std::to_string(trials)));
+}
+
 TEST(Chapter, CsvFileRaisesTheLibrarysError) {
   TempDir tmp;
   const std::string root = tmp.path().string();

@@ -309,6 +309,12 @@ TEST(Ch05_Floats, ImpossibleLayoutsAreRefused) {
       "float format 'e0m3' (E0M3) needs 1 to 11 exponent bits (double's range holds its values)"));
   EXPECT_TRUE(throws_with<ValueError>([&] { e0m3.encode(1.0f); }, "(E0M3) needs 1 to 11"));
   EXPECT_TRUE(throws_with<ValueError>([&] { e0m3.info(); }, "(E0M3) needs 1 to 11"));
+  // bias() too: a shift by -1 (or by 31 and more) would be undefined.
+  EXPECT_TRUE(throws_with<ValueError>([&] { e0m3.bias(); }, "(E0M3) needs 1 to 11"));
+  EXPECT_TRUE(throws_with<ValueError>([] { FloatFormat{"e32", 32, 3, Specials::None}.bias(); },
+                                      "(E32M3) needs 1 to 11"));
+  EXPECT_EQ(kFormatFloat16.bias(), 15);
+  EXPECT_EQ(kFormatFloat32.bias(), 127);
   EXPECT_TRUE(throws_with<ValueError>(
       [] {
         FloatFormat{"ieee_e8m0", 8, 0, Specials::IEEE}.info();

@@ -34,6 +34,9 @@ TEST(Format, PythonFloatRepr) {
   EXPECT_EQ(format_tuple({}), "()");
   EXPECT_EQ(with_commas(8393728), "8,393,728");
   EXPECT_EQ(with_commas(-1000), "-1,000");
+  // The most negative int64 has no positive twin; its digits still come out whole.
+  EXPECT_EQ(with_commas(std::numeric_limits<int64_t>::min()), "-9,223,372,036,854,775,808");
+  EXPECT_EQ(with_commas(std::numeric_limits<int64_t>::max()), "9,223,372,036,854,775,807");
   EXPECT_EQ(with_commas(999), "999");
   EXPECT_EQ(strprintf("%5.2f|%s", 3.14159, "x"), " 3.14|x");
 }

@@ -60,15 +60,16 @@ void record_constant(const Tensor& t) {
 struct CPUGraph::Impl {
   detail::CaptureState state;
   bool captured = false;
+  bool capturing = false;
 };
 
-CPUGraph::CPUGraph() : impl_(std::make_unique<Impl>()) {}
+CPUGraph::CPUGraph() : impl_(std::make_shared<Impl>()) {}
 CPUGraph::~CPUGraph() = default;
 CPUGraph::CPUGraph(CPUGraph&&) noexcept = default;
 CPUGraph& CPUGraph::operator=(CPUGraph&&) noexcept = default;
 
 void CPUGraph::capture(const std::function<void()>& fn) {
-  if (!impl_) impl_ = std::make_unique<Impl>();  // a moved-from graph starts afresh
+  if (!impl_) impl_ = std::make_shared<Impl>();  // a moved-from graph starts afresh
   if (impl_->captured)
     throw RuntimeError(
         "This CPUGraph instance already owns a captured graph. To capture a new graph, call "
@@ -79,14 +80,25 @@ void CPUGraph::capture(const std::function<void()>& fn) {
     throw RuntimeError("cannot capture a CPUGraph from inside captured work");
   if (!fn) throw RuntimeError("CPUGraph.capture(): got an empty function");
   detail::CaptureState state;
+  // The capture is kept for this graph's state, wherever fn moves the graph meanwhile: `target`
+  // holds it alive, so a graph moved into a local of fn (and destroyed with it) cannot leave the
+  // capture writing into freed memory; the capture then lands in the state that local owned.
+  const std::shared_ptr<Impl> target = impl_;
   // Restores "not capturing" however fn ends; on an exception the partial capture is dropped.
   struct Scope {
-    explicit Scope(detail::CaptureState* s) { detail::t_capture = s; }
-    ~Scope() { detail::t_capture = nullptr; }
-  } scope(&state);
+    Scope(detail::CaptureState* s, Impl* impl) : impl(impl) {
+      detail::t_capture = s;
+      impl->capturing = true;
+    }
+    ~Scope() {
+      detail::t_capture = nullptr;
+      impl->capturing = false;
+    }
+    Impl* impl;
+  } scope(&state, target.get());
   fn();
-  impl_->state = std::move(state);
-  impl_->captured = true;
+  target->state = std::move(state);
+  target->captured = true;
 }
 
 void CPUGraph::replay() {
@@ -98,7 +110,9 @@ void CPUGraph::replay() {
 }
 
 void CPUGraph::reset() {
-  if (impl_) impl_ = std::make_unique<Impl>();
+  if (impl_ && impl_->capturing)
+    throw RuntimeError("cannot reset a CPUGraph while it is capturing");
+  if (impl_) impl_ = std::make_shared<Impl>();
 }
 
 bool CPUGraph::captured() const { return impl_ && impl_->captured; }

@@ -35,6 +35,14 @@ void check_layout(const FloatFormat& f, bool codec) {
   message += why;
   throw ValueError(message);
 }
+}  // namespace
+
+int FloatFormat::bias() const {
+  check_layout(*this, false);
+  return (1 << (exponent_bits - 1)) - 1;
+}
+
+namespace {
 // Whether the whole all-ones exponent is special (IEEE's infinities and NaNs; E8M0's NaN, which
 // has no mantissa to spare), rather than only its all-ones mantissa ("fn").
 bool top_binade_is_special(const FloatFormat& f) {

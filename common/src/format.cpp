@@ -73,7 +73,9 @@ std::string format_tuple(const std::vector<int64_t>& values) {
 }
 
 std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
+  // The magnitude as unsigned: -n overflows for INT64_MIN.
+  const uint64_t magnitude = n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n);
+  std::string digits = std::to_string(magnitude);
   std::string out;
   for (size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';

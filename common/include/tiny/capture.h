@@ -51,7 +51,8 @@ class CPUGraph {
   /// An empty graph: capture() fills it.
   CPUGraph();
   ~CPUGraph();
-  /// Moves the capture (and the tensors it holds) over; the old graph is left empty.
+  /// Moves the capture (and the tensors it holds) over; the old graph is left empty. A graph
+  /// moved while it is capturing takes the capture under way with it.
   CPUGraph(CPUGraph&&) noexcept;
   /// Drops this graph's capture and moves `other`'s over; `other` is left empty.
   CPUGraph& operator=(CPUGraph&&) noexcept;
@@ -65,7 +66,8 @@ class CPUGraph {
   void capture(const std::function<void()>& fn);
   /// Runs the captured kernels and host steps again, in order. RuntimeError without a capture.
   void replay();
-  /// Drops the capture and the tensors it held; the graph can capture again.
+  /// Drops the capture and the tensors it held; the graph can capture again. RuntimeError from
+  /// inside this graph's own capture.
   void reset();
   /// Whether the graph holds a capture.
   bool captured() const;
@@ -76,7 +78,7 @@ class CPUGraph {
 
  private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;  // shared with a capture under way (capture.cpp)
 };
 
 /// Whether this thread is capturing a CPUGraph now (torch.cuda.is_current_stream_capturing()).

@@ -154,8 +154,8 @@ struct FloatFormat {
   /// and no subnormal; values below the smallest become the smallest, zero becomes NaN (E8M0).
   bool has_subnormals = true;
 
-  /// The exponent bias.
-  int bias() const { return (1 << (exponent_bits - 1)) - 1; }
+  /// The exponent bias; ValueError for a layout that cannot be a float format (as info()).
+  int bias() const;
   /// Bits per value, sign included.
   int bits() const { return (has_sign ? 1 : 0) + exponent_bits + mantissa_bits; }
   /// The value of a bit pattern (exact); a pattern wider than the format raises ValueError.

@@ -9,14 +9,18 @@
 #include <vector>
 
 #include "tiny/device.h"
+#include "tiny/error.h"
 
 namespace tiny {
 
 /// Median seconds per call of `fn` over `trials` runs, after one warm-up call, for work that
 /// runs on `device`. A GPU call returns when its work is queued, not done, so for a CUDA device
 /// the timer waits for the device (synchronize(device)) after the warm-up and after every call,
-/// before it reads the clock; on the CPU the work is done when the call returns.
+/// before it reads the clock; on the CPU the work is done when the call returns. ValueError for
+/// fewer than one trial (a median of nothing).
 inline double timed(const std::function<void()>& fn, Device device, int trials = 10) {
+  if (trials < 1)
+    throw ValueError("timed(): trials must be a positive number, got " + std::to_string(trials));
   auto wait = [&] { synchronize(device); };
   fn();  // warm up: first-touch page faults, caches, thread pools, cuBLAS's kernel choice
   wait();
