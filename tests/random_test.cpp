@@ -191,6 +191,15 @@ TEST(Random, InPlaceFillsFollowPyTorchsRules) {
   }
   Tensor none = empty({0});
   normal_(none);  // nothing to fill, nothing drawn
+  // An expanded tensor has one memory location for many elements: one draw cannot be three.
+  for (const auto& fill : std::vector<std::function<void(Tensor&)>>{
+           [](Tensor& t) { normal_(t); }, [](Tensor& t) { uniform_(t); }}) {
+    Tensor expanded = zeros({1}).expand({3});
+    EXPECT_TRUE(throws_with<RuntimeError>(
+        [&] { fill(expanded); },
+        "unsupported operation: more than one element of the written-to tensor refers to a "
+        "single memory location. Please clone() the tensor before performing the operation."));
+  }
 }
 
 TEST(Random, RandpermFollowsPyTorchsRules) {
@@ -223,6 +232,11 @@ TEST(Random, RandpermFollowsPyTorchsRules) {
         << dtype_name(dt);
   }
   EXPECT_EQ(randperm(0, kUInt8).numel(), 0);
+  // An n whose bytes overflow is the library's error, not a C++ one from deep inside (a size
+  // that fits but exceeds memory gets the allocator's "CPU out of memory", which a sanitizer
+  // build could not survive asking for, so it is not tried here).
+  EXPECT_TRUE(throws_with<RuntimeError>([] { randperm(int64_t(1) << 62); },
+                                        "Storage size calculation overflowed with sizes=[4611686018427387904]"));
 }
 
 // A GPU tensor is filled on the CPU with the same stream and copied: the same numbers, on every

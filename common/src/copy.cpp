@@ -48,6 +48,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   const Tensor* sources[] = {&src};
   const bool record = detail::check_inplace_autograd(*this, sources, 1);
   detail::check_no_internal_overlap(*this);
+  detail::check_no_partial_overlap(*this, src);
   // The source broadcasts to this tensor's shape, with PyTorch's two messages: sizes that do not
   // broadcast, and a broadcast that would need a bigger destination.
   if (src.shape() != shape_ && broadcast_shapes(shape_, src.shape()) != shape_)
@@ -66,8 +67,9 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   if (!(device() == src.device()) && !(src.dim() == 0 && src.device().is_cpu())) {
     copy_across_devices(*this, source.detach(), non_blocking);
   } else {
-    // If the source's memory overlaps ours (x.copy_(x.T)), writing could clobber elements not
-    // yet read; copy it aside first so the result is what a reader expects.
+    // If the source's memory overlaps ours where PyTorch lets it (a source that is not dense,
+    // such as an expanded or strided view), writing could clobber elements not yet read; copy
+    // it aside first so the result is what a reader expects.
     if (source.storage_ == storage_ && numel() > 0 && source.numel() > 0)
       source = source.detach().clone();
     detail::launch(detail::backend(device()).copy, *this, source);

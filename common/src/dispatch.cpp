@@ -2,6 +2,7 @@
 // promotion, the checks of in-place and out= writes, autocast's state, and the cost counters.
 #include "dispatch.h"
 
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -311,6 +312,34 @@ void check_no_internal_overlap(const Tensor& self) {
           "single memory location. Please clone() the tensor before performing the operation.");
 }
 
+bool non_overlapping_and_dense(const Tensor& t) {
+  DimVector dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(),
+            [&](int64_t x, int64_t y) { return t.stride(x) < t.stride(y); });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+
+void check_no_partial_overlap(const Tensor& out, const Tensor& input) {
+  if (!out.shares_storage_with(input) || out.numel() == 0 || input.numel() == 0) return;
+  if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(input)) return;
+  // The byte ranges the two cover (dense: from the offset, nbytes long).
+  const int64_t a = out.storage_offset() * out.element_size(), a_end = a + out.nbytes();
+  const int64_t b = input.storage_offset() * input.element_size(), b_end = b + input.nbytes();
+  const bool same = a == b && a_end == b_end && out.strides() == input.strides();
+  if (!same && a < b_end && b < a_end)
+    throw RuntimeError(
+        "unsupported operation: some elements of the input tensor and the written-to tensor "
+        "refer to a single memory location. Please clone() the tensor before performing the "
+        "operation.");
+}
+
 Tensor autocast(const Tensor& t, AutocastPolicy policy) {
   std::array<Tensor, 3> cast;
   std::array<const Tensor*, 3> in = {&t, nullptr, nullptr};
@@ -414,6 +443,7 @@ Tensor run(const Call& c) {
                            "differentiation, but one of the arguments requires grad.");
     }
     check_no_internal_overlap(o);
+    for (int k = 0; k < n; ++k) check_no_partial_overlap(o, *in[k]);
     if (record_inplace) inplace_node = take_node_inputs(op, in, n, /*inplace=*/true);
     o.storage()->bump_version();
     if (o.dtype() == result) dst = &o;

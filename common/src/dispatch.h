@@ -91,6 +91,12 @@ bool check_inplace_autograd(const Tensor& self, const Tensor* const* sources, in
 /// Refuses an in-place write into memory that several elements share (an expanded tensor).
 void check_no_internal_overlap(const Tensor& self);
 
+/// Refuses a write into `out` computed from an input that shares some of its memory in another
+/// arrangement (`x[1:].add_(x[:-1])`, `x.copy_(x.T)`), with PyTorch's text: the result would
+/// depend on the order the elements are visited. The same elements in the same layout (`x.add_(x)`)
+/// are fine, and so, as in PyTorch, is any pair of which one is not dense (too costly to decide).
+void check_no_partial_overlap(const Tensor& out, const Tensor& input);
+
 /// What autocast does to an op's floating inputs on each device type. PyTorch keeps one list per
 /// device type, and the CPU's is short: there, matrix products run in the lower precision and
 /// losses in float32, and everything else (exp, softmax, sum ...) in its inputs' dtype. The op

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "internal.h"  // non_overlapping_and_dense
 #include "tiny/autograd.h"  // NoGradGuard
 #include "tiny/error.h"
 #include "tiny/ops.h"
@@ -17,26 +18,10 @@ namespace tiny::init {
 
 namespace {
 
-// Whether t's elements fill a block of memory without gaps or overlaps, in some order of its
-// dimensions (PyTorch's is_non_overlapping_and_dense): sorted by stride, each dimension's
-// stride is the product of the sizes inside it. Dimensions of size 1 do not count.
-bool dense(const Tensor& t) {
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) != 1) dims.push_back(d);
-  std::sort(dims.begin(), dims.end(), [&](int64_t x, int64_t y) { return t.stride(x) < t.stride(y); });
-  int64_t expected = 1;
-  for (int64_t d : dims) {
-    if (t.stride(d) != expected) return false;
-    expected *= t.size(d);
-  }
-  return true;
-}
-
 // A new CPU tensor with t's dtype and shape, and t's strides where t is dense (torch.empty_like;
 // contiguous otherwise): a random fill then visits its elements in the order it visits t's.
 Tensor empty_like(const Tensor& t) {
-  if (!dense(t)) return empty(t.shape(), t.dtype());
+  if (!detail::non_overlapping_and_dense(t)) return empty(t.shape(), t.dtype());
   auto storage = std::make_shared<Storage>(t.numel() * t.element_size(), Device::cpu());
   return Tensor(storage, t.dtype(), t.shape(), t.strides(), 0);
 }

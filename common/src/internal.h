@@ -63,6 +63,11 @@ template <typename D, typename S> TINY_HD inline D convert(S s) {
 /// Strides of `t` broadcast to `shape` (0 where it is expanded); `t` must broadcast to it.
 Strides broadcast_strides(const Tensor& t, const Shape& shape);
 
+/// Whether t's elements fill a block of memory without gaps or overlaps, in some order of its
+/// dimensions (PyTorch's is_non_overlapping_and_dense): sorted by stride, each dimension's
+/// stride is the product of the sizes inside it. Dimensions of size 1 do not count.
+bool non_overlapping_and_dense(const Tensor& t);
+
 /// A loop over N operands reduced to its essentials: size-1 dimensions dropped, and neighbours
 /// that are contiguous in every operand merged. `empty` when the shape holds no element.
 template <size_t N> struct CoalescedLoop {

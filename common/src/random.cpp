@@ -327,6 +327,8 @@ template <typename Fill> void fill_on_cpu(Tensor& t, Fill&& fill) {
 // `node` is PyTorch's name for the op's node when the tape records it (the new values do not
 // depend on the old ones, which get a zero gradient).
 template <typename Fill> Tensor& in_place_fill(const char* node, Tensor& t, Fill&& fill) {
+  // An expanded tensor would get one draw per memory location, not per element; PyTorch refuses.
+  detail::check_no_internal_overlap(t);
   const bool record = detail::check_inplace_autograd(t, nullptr, 0);
   const Edge old = record ? detail::edge_for(t) : Edge{};
   fill_on_cpu(t, fill);
@@ -493,13 +495,16 @@ Tensor randperm(int64_t n, DType dtype, Generator& gen) {
   if (dtype == kBool)
     throw not_implemented_for("randperm", dtype);
   // Fisher-Yates in the int64 identity, then one conversion: every value is an integer below
-  // n, which the checks above made exact in the dtype.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
+  // n, which the checks above made exact in the dtype. The identity is a tensor, so that an n
+  // too large for memory gets the allocator's "CPU out of memory" error.
+  const Tensor identity = empty({n}, kInt64);
+  int64_t* perm = identity.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) perm[i] = i;
   for (int64_t i = 0; i + 1 < n; ++i) {
     const int64_t z = static_cast<int64_t>(gen.random() % static_cast<uint64_t>(n - i));
     std::swap(perm[i], perm[i + z]);
   }
+  if (dtype == kInt64) return identity;
   Tensor out = empty({n}, dtype);
   dispatch_dtype(dtype, [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) {
