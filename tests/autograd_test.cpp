@@ -375,6 +375,59 @@ TEST(Ch03_Autograd, GradientsAccumulateUntilCleared) {
   EXPECT_EQ(w.grad().tolist(), (std::vector<double>{0, 0}));
 }
 
+// A later gradient is added into the .grad the leaf has, in place, as PyTorch's AccumulateGrad
+// adds it: a handle taken before the second backward sees the sum (torch 2.15: `g is x.grad`
+// and g == [5, 5]), and so does a tensor the program gave set_grad.
+TEST(Ch03_Autograd, LaterGradientsAreAddedIntoTheSameTensor) {
+  Tensor x = ones({2}).requires_grad_();
+  (x * 2).sum().backward();
+  const Tensor g = x.grad();
+  (x * 3).sum().backward();
+  EXPECT_EQ(g.tolist(), (std::vector<double>{5, 5}));
+  EXPECT_EQ(x.grad().data_ptr(), g.data_ptr());
+  const Tensor mine = full({2}, 10.0);
+  x.set_grad(mine);
+  (x * 4).sum().backward();
+  EXPECT_EQ(mine.tolist(), (std::vector<double>{14, 14}));
+  zero_grad({x}, /*set_to_none=*/false);
+  EXPECT_EQ(mine.tolist(), (std::vector<double>{0, 0}));
+}
+
+// set_grad refuses what PyTorch 2.15 refuses when Python assigns .grad, in its words.
+TEST(Ch03_Autograd, SetGradChecksLikePyTorch) {
+  Tensor t = ones({3}).requires_grad_();
+  EXPECT_TRUE(throws_with<RuntimeError>([&] { t.set_grad(t); },
+                                        "can't assign Variable as its own grad"));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { t.set_grad(ones({3}, kFloat64)); },
+      "attempting to assign a gradient with dtype 'double' to a tensor with grad_dtype 'Float'. "
+      "The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype)."));
+  EXPECT_TRUE(throws_with<RuntimeError>(
+      [&] { t.set_grad(ones({4})); },
+      "attempting to assign a gradient of size '[4]' to a tensor of size '[3]'. Please ensure "
+      "that the gradient and the tensor are the same size"));
+  EXPECT_FALSE(t.grad().defined());  // nothing was assigned
+  t.set_grad(t.detach());            // another handle to the same memory is allowed
+  EXPECT_TRUE(t.grad().defined());
+}
+
+// x^0 is 1 everywhere, so its gradient is 0 everywhere, 0 included (0 * 0^-1 would be NaN);
+// PyTorch 2.15 gives [0, 0] for each form below, and [0, 1] with e's gradient [0, 2 ln 2]
+// when only some exponents are 0.
+TEST(Ch03_Autograd, PowerZeroHasZeroGradientAtZero) {
+  for (int form = 0; form < 2; ++form) {
+    Tensor x = tensor({0.0, 2.0}).requires_grad_();
+    (form == 0 ? x.pow(0) : x.pow(zeros({1}))).sum().backward();
+    EXPECT_EQ(x.grad().tolist(), (std::vector<double>{0, 0})) << form;
+  }
+  Tensor x = tensor({0.0, 2.0}).requires_grad_();
+  Tensor e = tensor({0.0, 1.0}).requires_grad_();
+  x.pow(e).sum().backward();
+  EXPECT_EQ(x.grad().tolist(), (std::vector<double>{0, 1}));
+  EXPECT_NEAR(e.grad().tolist()[1], 2 * std::log(2.0), 1e-6);
+  EXPECT_EQ(e.grad().tolist()[0], 0.0);
+}
+
 TEST(Ch03_Autograd, SecondBackwardThroughAFreedGraphRaises) {
   Tensor w = tensor({1.0}, kFloat64).requires_grad_();
   Tensor loss = (w * w).sum();

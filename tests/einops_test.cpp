@@ -148,6 +148,25 @@ TEST(Einops, MinProdAnyAll) {
   EXPECT_EQ(reduce(flags, "a b -> a", "min").dtype(), kBool);
   // The ellipsis merged on the right.
   EXPECT_EQ(rearrange(ones({2, 3, 4}), "b ... -> b (...)").shape(), (Shape{2, 12}));
+  // An empty axis: any is false and all is true (torch.any and torch.all), where min and max
+  // have nothing to give and raise amin's and amax's errors, naming the dimension as einops
+  // counts it, with the reduced axes moved after the kept ones (einops 0.8.2 with torch 2.15).
+  EXPECT_EQ(reduce(zeros({0}), "a ->", "any").item(), 0.0);
+  EXPECT_EQ(reduce(zeros({0}), "a ->", "all").item(), 1.0);
+  EXPECT_EQ(reduce(zeros({2, 0}), "a b -> a", "any").tolist(), (std::vector<double>{0, 0}));
+  EXPECT_EQ(reduce(zeros({2, 0}), "a b -> a", "all").tolist(), (std::vector<double>{1, 1}));
+  EXPECT_EQ(reduce(tensor({{0, 2}, {0, 0}}), "a b -> a", "any").tolist(), (std::vector<double>{1, 0}));
+  EXPECT_EQ(reduce(zeros({2, 0}), "a b -> a", "all").dtype(), kBool);
+  EXPECT_TRUE(throws_with<IndexError>([] { reduce(zeros({2, 0}), "a b -> a", "min"); },
+                                      "amin(): Expected reduction dim 1 to have non-zero size."));
+  EXPECT_TRUE(throws_with<IndexError>([] { reduce(zeros({2, 0, 3}), "a b c -> a c", "max"); },
+                                      "amax(): Expected reduction dim 2 to have non-zero size."));
+  EXPECT_TRUE(throws_with<IndexError>([] { reduce(zeros({0, 2, 3}), "a b c -> c", "max"); },
+                                      "amax(): Expected reduction dim 1 to have non-zero size."));
+  EXPECT_TRUE(throws_with<IndexError>([] { reduce(zeros({2, 3, 0}), "a b c -> b", "min"); },
+                                      "amin(): Expected reduction dim 2 to have non-zero size."));
+  // Axis names in any script, as Python identifiers allow.
+  EXPECT_EQ(rearrange(zeros({2, 3}), "α b -> b α").shape(), (Shape{3, 2}));
 }
 
 // Numbers in a pattern, read as einops reads them: 1 is a dimension of length 1 (and nothing

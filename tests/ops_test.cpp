@@ -320,6 +320,33 @@ TEST(Ops, NonFiniteNumbersAndOneSidedIntegerClamps) {
   EXPECT_EQ(tensor({1, 5, -3}, kInt32).clamp(0).tolist(), (std::vector<double>{1, 5, 0}));
 }
 
+// A number beside a tensor of a float dtype is cast as PyTorch casts it, unchecked: beyond the
+// dtype's range it is infinity (torch 2.15 gives each of these), where storing it with fill_ or
+// full is an error. An integer dtype still refuses a number it cannot hold.
+TEST(Ops, NumbersBeyondAFloatDtypesRangeAreInfinite) {
+  const double inf = INFINITY;
+  const std::vector<double> infs{inf, inf};
+  EXPECT_EQ((ones({2}) * 1e300).tolist(), infs);
+  EXPECT_EQ((1e300 - ones({2})).tolist(), infs);
+  EXPECT_EQ(ones({2}).mul_(1e300).tolist(), infs);
+  EXPECT_EQ((ones({2}) * 2).pow(1e300).tolist(), infs);
+  EXPECT_EQ((ones({2}) < 1e39).tolist(), (std::vector<double>{1, 1}));
+  EXPECT_EQ((ones({1}, kFloat16) * 65536).tolist(), (std::vector<double>{inf}));
+  EXPECT_EQ((ones({2}, kFloat16) < 1e5).tolist(), (std::vector<double>{1, 1}));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { ones({2}).fill_(1e300); },
+                                        "value cannot be converted to type float without overflow"));
+  EXPECT_TRUE(throws_with<RuntimeError>([] { (void)(ones({2}, kInt32) * (int64_t(1) << 40)); },
+                                        "value cannot be converted to type int without overflow"));
+  // An unsigned number int64 cannot hold is refused, never wrapped to a negative one.
+  EXPECT_TRUE(throws_with<ValueError>([] { (void)(ones({1}) * UINT64_MAX); },
+                                      "Overflow when unpacking long long"));
+  EXPECT_EQ((ones({1}) * uint64_t(INT64_MAX)).item(), 9223372036854775807.0);
+  // No numbers at all is PyTorch's default dtype.
+  EXPECT_EQ(tensor({}).dtype(), kFloat32);
+  EXPECT_EQ(tensor({{}, {}}).dtype(), kFloat32);
+  EXPECT_EQ(tensor({{}, {}}).shape(), (Shape{2, 0}));
+}
+
 // Integer powers as PyTorch computes them: a negative exponent inside a tensor gives 0, except
 // for the bases 1 and -1 (only a negative number as the exponent is refused), and the result
 // wraps in the integer type (3 ** 120 in int64 and 5 ** 5 in int8, PyTorch 1.13's values).

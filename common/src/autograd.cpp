@@ -89,12 +89,12 @@ class AccumulateGrad : public Node {
     grad = grad.to(dtype_);
     // No other tensor may share the memory of a .grad. The first gradient is therefore copied,
     // unless nothing else can see it (as PyTorch does): then the leaf takes it over and a
-    // copy's worth of memory is never needed. Later gradients are added out of place, except
-    // while a CPUGraph records: its replays must add into the .grad they find, as each eager
-    // call does, not into the one that was there at capture.
+    // copy's worth of memory is never needed. Later gradients are added into the .grad in
+    // place, as PyTorch's AccumulateGrad does outside create_graph: a handle the program holds
+    // (`g = x.grad()`, or the tensor it gave set_grad) sees the sum, and a CPUGraph's replays add
+    // into the .grad they find, as each eager call does.
     if (meta->grad.defined()) {
-      if (detail::recording()) meta->grad.add_(grad);
-      else meta->grad = add(meta->grad, grad);
+      meta->grad.add_(grad);
     } else {
       // The engine's handle `g` and `grad` (when it is g) are the only holders allowed, and the
       // handle of the base a view keeps (a transposed product is a view of the product).
@@ -372,6 +372,22 @@ void set_grad_fn(AutogradMeta& meta, std::shared_ptr<Node> fn) {
 }  // namespace detail
 
 void Tensor::set_grad(const Tensor& grad) const {
+  // PyTorch's checks when Python assigns .grad, in its order and words (2.x's: its text names a
+  // grad_dtype attribute, which lets a gradient differ in dtype; the library has none, so a
+  // gradient always has its tensor's dtype).
+  // The same tensor is a handle sharing this one's autograd record (t.detach() is another
+  // tensor over the same memory, which PyTorch allows).
+  if (grad.defined() && autograd_ && grad.autograd_meta() == autograd_)
+    throw RuntimeError("can't assign Variable as its own grad");
+  if (grad.defined() && grad.dtype() != dtype_)
+    throw RuntimeError(
+        std::string("attempting to assign a gradient with dtype '") +
+        detail::type_meta_name(grad.dtype()) + "' to a tensor with grad_dtype '" +
+        dtype_legacy_name(dtype_) +
+        "'. The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). "
+        "You can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
+        "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+        "gradient may break downstream systems that assume they match.");
   if (grad.defined() && grad.shape() != shape_)
     throw RuntimeError("attempting to assign a gradient of size '" + detail::shape_str(grad.shape()) +
                        "' to a tensor of size '" + detail::shape_str(shape_) +

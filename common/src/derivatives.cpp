@@ -48,22 +48,28 @@ Grads div_backward(const BackwardArgs& a) {
           a.needs[1] ? neg(div(mul(a.grad, a.input[0]), mul(y, y))) : Tensor()};
 }
 
-// d(x^e)/dx = e x^(e-1); d(x^e)/de = x^e ln x, taken as 0 where x = 0 and e >= 0 (its limit;
-// the product would be 0 * -inf), as PyTorch does.
+// d(x^e)/dx = e x^(e-1), taken as 0 where e = 0 (x^0 is 1 for every x, but 0 * 0^-1 would be
+// NaN at x = 0); d(x^e)/de = x^e ln x, taken as 0 where x = 0 and e >= 0 (its limit; the
+// product would be 0 * -inf). Both as PyTorch does.
 Grads pow_backward(const BackwardArgs& a) {
   const Tensor &x = a.input[0], &e = a.input[1];
-  Tensor de;
+  Tensor dx, de;
+  if (a.needs[0]) {
+    const Tensor slope = mul(a.grad, mul(e, pow(x, sub(e, number(1, e)))));
+    dx = where(eq(e, number(0, e)), number(0, a.grad), slope);
+  }
   if (a.needs[1]) {
     const Tensor limit = mul(eq(x, number(0, x)), ge(e, number(0, e)));
     de = mul(a.grad, where(limit, number(0, a.result), mul(a.result, log(x))));
   }
-  return {a.needs[0] ? mul(a.grad, mul(e, pow(x, sub(e, number(1, e))))) : Tensor(), de};
+  return {dx, de};
 }
 
-// A fixed exponent e (scalars.a): e x^(e-1).
+// A fixed exponent e (scalars.a): e x^(e-1), and zeros for e = 0 (see pow_backward).
 Grads pow_scalar_backward(const BackwardArgs& a) {
   const double e = a.scalars.a;
   const Tensor& x = a.input[0];
+  if (e == 0) return {zeros(x.shape(), x.dtype(), x.device())};
   return {mul(a.grad, mul(pow(x, Scalar(e - 1)), number(e, x)))};
 }
 

@@ -36,11 +36,16 @@ struct PatternError {
 
 // einops' rule for an axis name: a Python identifier that neither starts nor ends with '_'.
 // Returns why a token is not one, or "" if it is.
+// A byte of a name: a letter, digit or '_', or any byte of a UTF-8 encoded character beyond
+// ASCII, since a Python identifier may use letters of any script ("α b -> b α").
+bool is_name_byte(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '_' || u >= 0x80;
+}
+
 std::string axis_name_problem(const std::string& s) {
-  const bool identifier =
-      !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_') &&
-      std::all_of(s.begin(), s.end(),
-                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  const bool identifier = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) &&
+                          std::all_of(s.begin(), s.end(), is_name_byte);
   if (!identifier) return "not a valid python identifier";
   if (s.front() == '_' || s.back() == '_')
     return "axis name should should not start or end with underscore";  // einops' words
@@ -141,8 +146,7 @@ Groups parse_side(const std::string& side, bool allow_duplicates = false) {
         groups.push_back(bracket);
         in_bracket = false;
       }
-    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-               (c == kMark && i == mark_at)) {
+    } else if (is_name_byte(c) || (c == kMark && i == mark_at)) {
       current += c;
     } else {
       throw PatternError{"Unknown character '" + std::string(1, c) + "'"};
@@ -220,6 +224,15 @@ std::string sizes_str(const AxisSizes& sizes) {
 // goes through uint8.
 Tensor extreme(Tensor t, std::vector<int64_t> dims, const std::string& which) {
   const bool is_min = which == "min";
+  // einops calls amax/amin, whose words these are for an axis with nothing to reduce. It has
+  // moved the reduced axes after the kept ones by then, so the dimension it names is counted
+  // in that order.
+  std::sort(dims.begin(), dims.end());
+  const int64_t kept = t.dim() - static_cast<int64_t>(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (t.size(dims[i]) == 0)
+      throw IndexError(std::string(is_min ? "amin" : "amax") + "(): Expected reduction dim " +
+                       std::to_string(kept + static_cast<int64_t>(i)) + " to have non-zero size.");
   const DType dtype = t.dtype();
   if (is_min && dtype == kBool) t = t.to(kUInt8);
   const bool floating = is_floating(t.dtype());
@@ -385,9 +398,14 @@ Tensor rearrange_reduce(const Tensor& x, const std::string& pattern, const std::
       else if (reduction == "mean") t = mean(t, reduce_dims);
       else if (reduction == "max" || reduction == "min") t = extreme(t, reduce_dims, reduction);
       else if (reduction == "prod") t = product(t, reduce_dims);
-      else if (reduction == "any" || reduction == "all")  // is any (all) element nonzero
-        t = extreme(ne(t, detail::number_tensor(0, t.dtype())), reduce_dims,
-                    reduction == "any" ? "max" : "min");
+      else if (reduction == "any" || reduction == "all") {
+        // Counts, so that an empty axis gives what torch.any and torch.all give: false (no
+        // element is nonzero) and true (no element is zero).
+        const Tensor zero = detail::number_tensor(0, t.dtype());
+        const Tensor none = detail::number_tensor(0, kInt64);
+        t = reduction == "any" ? gt(sum(ne(t, zero), reduce_dims), none)
+                               : eq(sum(eq(t, zero), reduce_dims), none);
+      }
       else
         throw PatternError{"Unknown reduction " + reduction +
                            ". Expect one of ('min', 'max', 'sum', 'mean', 'prod', 'any', 'all')."};

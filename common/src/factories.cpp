@@ -98,6 +98,23 @@ const char* detail::convert_type_name(DType dt) {
   }
 }
 
+// The C++ name PyTorch's messages give a dtype when they print its caffe2::TypeMeta.
+const char* detail::type_meta_name(DType d) {
+  switch (d) {
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Int16: return "short int";
+    case DType::Int8: return "signed char";
+    case DType::UInt8: return "unsigned char";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
 namespace {
 
 // A number stored as an element of type T, checked as PyTorch checks a number it stores
@@ -207,9 +224,10 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
     for (const NestedList& item : node.items()) self(self, item, depth + 1);
   };
   walk(walk, values, 0);
-  const DType dt = dtype.value_or(widest == Scalar::Kind::Float ? kFloat32
-                                  : widest == Scalar::Kind::Int ? kInt64
-                                                                : kBool);
+  // No numbers at all (tensor({}), tensor({{}, {}})) is float32, PyTorch's default dtype.
+  const DType dt = dtype.value_or(flat.empty() || widest == Scalar::Kind::Float ? kFloat32
+                                  : widest == Scalar::Kind::Int                 ? kInt64
+                                                                                : kBool);
   Tensor out = empty(shape, dt);
   {
     const detail::HostScope constant;  // numbers the caller gave
@@ -223,11 +241,12 @@ Tensor tensor(const NestedList& values, std::optional<DType> dtype, Device devic
   return out.to(device);
 }
 
-Tensor detail::number_tensor(Scalar s, DType dt) {
+Tensor detail::number_tensor(Scalar s, DType dt, bool check_floats) {
   Tensor out = empty({}, dt);
   const HostScope constant;  // a number the library chose: a CPUGraph keeps it as it is
-  dispatch_dtype(
-      dt, [&]<typename T>() { *out.data<T>() = number_to<T>(s, convert_type_name(dt), true); });
+  dispatch_dtype(dt, [&]<typename T>() {
+    *out.data<T>() = number_to<T>(s, convert_type_name(dt), check_floats);
+  });
   return out;
 }
 

@@ -346,11 +346,17 @@ inline bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
 /// The C++ type PyTorch's "value cannot be converted to type <type> without overflow" names for
 /// a dtype's element (c10::checked_convert): "int8_t", "int" for int32, "c10::Half".
 const char* convert_type_name(DType dt);
+/// The C++ name PyTorch's messages give a dtype when they print its caffe2::TypeMeta ("float",
+/// "long int", "c10::Half").
+const char* type_meta_name(DType d);
 
 /// A 0-dim CPU tensor holding `s` as a `dtype` number (scalar_tensor's check of its range), for
 /// the numbers the library itself passes to ops (a wrapped Python number, a loss's zero) and
 /// never writes into: unlike scalar_tensor's, a CPUGraph does not restore them at each replay.
-Tensor number_tensor(Scalar s, DType dtype);
+/// With `check_floats` false a float dtype takes any number, rounding one beyond its range to
+/// infinity, as PyTorch casts the number beside a tensor in `x * 1e300` (integer dtypes are
+/// always checked).
+Tensor number_tensor(Scalar s, DType dtype, bool check_floats = true);
 
 /// "[2, 3]": a shape as PyTorch's C++ messages print it.
 std::string shape_str(const Shape& shape);

@@ -36,8 +36,12 @@ Tensor& run_inplace(Tensor& self, OpId id, std::array<const Tensor*, 3> in, ops:
 }
 
 // A number next to a tensor becomes a 0-dim tensor of the dtype promotion gives the pair, so that
-// `int64 * 2` stays int64 and `float16 * 2.5` stays float16.
-Tensor wrap(const Tensor& t, Scalar s) { return detail::number_tensor(s, result_type(t, s)); }
+// `int64 * 2` stays int64 and `float16 * 2.5` stays float16. A float dtype takes the number as
+// PyTorch casts it, unchecked: `x * 1e300` is inf for float32 x, and `h < 1e5` true for float16
+// h (65504 is its largest), where storing 1e300 with fill_ or full is an error.
+Tensor wrap(const Tensor& t, Scalar s) {
+  return detail::number_tensor(s, result_type(t, s), /*check_floats=*/false);
+}
 
 // PyTorch's checks on add's and sub's alpha.
 ops::Scalars alpha_of(const Tensor& a, const Tensor& b, Scalar alpha) {
@@ -96,29 +100,12 @@ void refuse_negative_integer_powers(const Tensor& a, Scalar exponent) {
     throw RuntimeError("Integers to negative integer powers are not allowed.");
 }
 
-// The C++ name PyTorch's messages give a dtype when they print its caffe2::TypeMeta.
-const char* type_meta_name(DType d) {
-  switch (d) {
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-    case DType::Float16: return "c10::Half";
-    case DType::BFloat16: return "c10::BFloat16";
-    case DType::Int32: return "int";
-    case DType::Int64: return "long int";
-    case DType::Int16: return "short int";
-    case DType::Int8: return "signed char";
-    case DType::UInt8: return "unsigned char";
-    case DType::Bool: return "bool";
-  }
-  return "?";
-}
-
 // lerp's operands share one dtype, as in PyTorch (it does not promote them).
 void check_lerp_dtypes(const Tensor& start, const Tensor& end, const Tensor* weight) {
   auto check = [&](const Tensor& t, const char* what) {
     if (t.dtype() != start.dtype())
-      throw RuntimeError(std::string("expected dtype ") + type_meta_name(start.dtype()) + " for `" +
-                         what + "` but got dtype " + type_meta_name(t.dtype()));
+      throw RuntimeError(std::string("expected dtype ") + detail::type_meta_name(start.dtype()) + " for `" +
+                         what + "` but got dtype " + detail::type_meta_name(t.dtype()));
   };
   check(end, "end");
   if (weight) check(*weight, "weight");

@@ -97,10 +97,11 @@ class Scalar {
   enum class Kind { Bool, Int, Float };
   /// A bool.
   Scalar(bool b) : kind_(Kind::Bool), i_(b), d_(b) {}  // NOLINT: implicit on purpose
-  /// Any integer type.
+  /// Any integer type. An unsigned value above int64's range raises ValueError, as
+  /// torch.tensor does for a Python int it cannot hold ("Overflow when unpacking long long").
   template <std::integral I>
   requires(!std::same_as<I, bool>) Scalar(I i)
-      : kind_(Kind::Int), i_(static_cast<int64_t>(i)), d_(static_cast<double>(i)) {}  // NOLINT
+      : kind_(Kind::Int), i_(checked_int(i)), d_(static_cast<double>(i)) {}  // NOLINT
   /// Any floating-point type.
   template <std::floating_point F>
   Scalar(F f)
@@ -119,6 +120,13 @@ class Scalar {
   DType default_dtype() const;
 
  private:
+  // An unsigned integer cast to int64 would wrap silently (UINT64_MAX to -1).
+  template <std::integral I> static int64_t checked_int(I i) {
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(int64_t))
+      if (i > static_cast<I>(std::numeric_limits<int64_t>::max()))
+        throw ValueError("Overflow when unpacking long long");
+    return static_cast<int64_t>(i);
+  }
   // A C++ cast of a float outside int64's range (or of NaN) is undefined; this one is not.
   static int64_t truncate(double f) {
     return truncation_fits<int64_t>(f) ? static_cast<int64_t>(f) : INT64_MIN;
