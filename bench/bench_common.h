@@ -5,12 +5,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "cpu/isa.h"
 #include "tiny/tiny.h"
 
 // Records the matmul backend and OPENBLAS_CORETYPE (which, when set to Haswell on an AVX-512
 // machine, halves OpenBLAS's sgemm) in the benchmark's header.
 inline void add_tiny_context() {
   benchmark::AddCustomContext("tiny matmul", tiny::matmul_backend_description());
+  // The instruction set the elementwise loops and sums run (TINY_CPU_ISA may ask for less).
+  benchmark::AddCustomContext("tiny cpu isa", tiny::detail::cpu::isa_name(tiny::detail::cpu::cpu_isa()));
   const char* core = std::getenv("OPENBLAS_CORETYPE");
   benchmark::AddCustomContext("OPENBLAS_CORETYPE", core ? core : "(unset)");
 }
