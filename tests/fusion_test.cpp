@@ -296,6 +296,46 @@ TEST_F(Fusion, Int64InputsCompileAndMatchEager) {
   }
 }
 
+// A 0-dim tensor the function captures is not a number it made: written (fill_) or re-bound
+// after the trace, or given a gradient, it must act as it does eagerly, so it is a graph break
+// (as a captured tensor of shape [1] is). So is a maximum the function computes eagerly, which
+// the next call's input changes. A 0-dim tensor the function makes from a number stays a
+// constant of the kernel.
+TEST_F(Fusion, CapturedZeroDimTensorsAreNotBakedIn) {
+  for (FusionBackend backend : {FusionBackend::Cpp, FusionBackend::Interpreter}) {
+    SCOPED_TRACE(backend == FusionBackend::Cpp ? "generated C++" : "tile interpreter");
+    const Tensor x = arange(3.0);
+    Tensor w = scalar_tensor(2.0);
+    auto scaled = compile([&w](const Tensor& t) { return t * w; }, {backend});
+    EXPECT_TRUE(close(scaled(x), x * 2.0, 0, 0));
+    EXPECT_TRUE(close(scaled(x), x * 2.0, 0, 0));
+    w.fill_(5);
+    EXPECT_TRUE(close(scaled(x), x * 5.0, 0, 0));
+    w = scalar_tensor(-3.0);  // re-bound: the function reads another tensor now
+    EXPECT_TRUE(close(scaled(x), x * -3.0, 0, 0));
+    EXPECT_EQ(scaled.stats().compiles, 1);
+    EXPECT_EQ(scaled.stats().graph_breaks, 4);
+    EXPECT_NE(scaled.stats().last_break.find("mul uses a 0-dim float32 tensor"), std::string::npos)
+        << scaled.stats().last_break;
+    // A parameter gets eager's gradient, from the first call (the trace) on.
+    Tensor p = nn::Parameter(scalar_tensor(2.0));
+    auto by_p = compile([&p](const Tensor& t) { return t * p; }, {backend});
+    for (int call = 0; call < 2; ++call) {
+      p.set_grad(Tensor());
+      by_p(x).sum().backward();
+      ASSERT_TRUE(p.grad().defined()) << "call " << call;
+      EXPECT_EQ(p.grad().item(), 3.0) << "call " << call;
+    }
+    auto by_max = compile([](const Tensor& t) { return t * t.max(); }, {backend});
+    by_max(x);
+    EXPECT_TRUE(close(by_max(x + 1.0), (x + 1.0) * (x + 1.0).max(), 0, 0));
+    auto halved = compile([](const Tensor& t) { return t * scalar_tensor(0.5) + 1.0; }, {backend});
+    halved(x);
+    EXPECT_TRUE(close(halved(x), x * 0.5 + 1.0, 0, 0));
+    EXPECT_EQ(halved.stats().graph_breaks, 0) << halved.stats().last_break;
+  }
+}
+
 // The interpreter computes what the generated kernel computes, bit for bit: the same math in
 // the same compute type, on any thread count. The large cases (over 8 MB of float32) are split
 // across threads and written with streaming stores, and their generated kernels compute four

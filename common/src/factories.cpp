@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "capture_internal.h"
+#include "fusion/graph.h"
 #include "internal.h"
 #include "tiny/ops.h"
 #include "tiny/tensor.h"
@@ -228,6 +229,7 @@ Tensor detail::number_tensor(Scalar s, DType dt) {
   const HostScope constant;  // a number the library chose: a CPUGraph keeps it as it is
   dispatch_dtype(
       dt, [&]<typename T>() { *out.data<T>() = number_to<T>(s, convert_type_name(dt), true); });
+  if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_number(out);  // compile()
   return out;
 }
 
