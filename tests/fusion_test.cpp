@@ -206,6 +206,136 @@ TEST_F(Fusion, ZeroDimAndEmptyTensors) {
   }
 }
 
+// An int64 input is loaded and converted as any other dtype is, in generated C++ and in CUDA
+// source. C++ has no functional cast to a type of two words ("long long(x)" does not compile),
+// so the kernels spell int64's conversions otherwise. Each result is eager's, bit for bit: the
+// integers convert exactly, and the float math is the eager kernels'.
+TEST_F(Fusion, Int64InputsCompileAndMatchEager) {
+  const Tensor i = arange(-3, 5), j = arange(1, 9);  // int64
+  const Tensor h = arange(8.0).to(kFloat16) * 0.25;
+  Tensor w = randn({8}).requires_grad_(true);
+  auto sqrt_of = [](const Tensor& x) { return x.sqrt(); };
+  auto quotient = [](const Tensor& x, const Tensor& y) { return x / y; };
+  auto sum = [](const Tensor& x, const Tensor& y) { return x + y; };
+  auto product = [](const Tensor& x, const Tensor& y) { return x * y; };
+  auto check = [](CompiledFunction& fast, const std::vector<Tensor>& in, const Tensor& expected) {
+    fast.call(in);  // traces
+    const Tensor r = fast.call(in);
+    EXPECT_EQ(fast.stats().graph_breaks, 0) << fast.stats().last_break;
+    EXPECT_NE(fast.backend().find("C++ kernel"), std::string::npos) << fast.backend();
+    EXPECT_EQ(r.dtype(), expected.dtype());
+    EXPECT_EQ(testing::element_bytes(r), testing::element_bytes(expected)) << fast.source();
+  };
+  const CompileOptions cpp{FusionBackend::Cpp};
+  {
+    SCOPED_TRACE("sqrt(int64)");
+    CompiledFunction fast = compile(sqrt_of, cpp);
+    check(fast, {j}, sqrt_of(j));
+  }
+  {
+    SCOPED_TRACE("int64 / int64");
+    CompiledFunction fast = compile(quotient, cpp);
+    check(fast, {i, j}, quotient(i, j));
+  }
+  {
+    SCOPED_TRACE("float16 + int64");
+    CompiledFunction fast = compile(sum, cpp);
+    check(fast, {h, i}, sum(h, i));
+  }
+  {
+    // The backward kernel reads the int64 input too: d(w * i)/dw = i.
+    SCOPED_TRACE("float32 * int64, backward");
+    CompiledFunction fast = compile(product, cpp);
+    const Tensor y = fast(w, i);
+    EXPECT_EQ(fast.stats().graph_breaks, 0) << fast.stats().last_break;
+    ASSERT_TRUE(y.grad_fn());
+    EXPECT_EQ(y.grad_fn()->name(), "CompiledFunctionBackward");
+    EXPECT_NE(fast.backend().find("C++ kernel"), std::string::npos) << fast.backend();
+    y.sum().backward();
+    const Tensor fused = w.grad();
+    w.set_grad(Tensor());
+    const Tensor expected = product(w, i);
+    expected.sum().backward();
+    EXPECT_EQ(testing::element_bytes(y), testing::element_bytes(expected));
+    EXPECT_EQ(testing::element_bytes(fused), testing::element_bytes(w.grad()))
+        << fast.backward_source();
+  }
+  // The same graphs as CUDA source, forward and backward, compiled by NVRTC (no GPU needed).
+  if (!detail::jit::nvrtc_available()) return;
+  struct Case {
+    std::function<Tensor(const std::vector<Tensor>&)> fn;
+    std::vector<Tensor> in;
+  };
+  const std::vector<Case> cases = {
+      {[&](const std::vector<Tensor>& a) { return sqrt_of(a[0]); }, {j}},
+      {[&](const std::vector<Tensor>& a) { return quotient(a[0], a[1]); }, {i, j}},
+      {[&](const std::vector<Tensor>& a) { return sum(a[0], a[1]); }, {h, i}},
+      {[&](const std::vector<Tensor>& a) { return product(a[0], a[1]); }, {w, i}}};
+  for (const auto& [fn, in] : cases) {
+    detail::fusion::Tracer tracer(in);
+    Tensor out;
+    {
+      const NoGradGuard plain;
+      out = fn(in);
+    }
+    const detail::fusion::Graph g = tracer.finish({out});
+    ASSERT_TRUE(tracer.failure().empty()) << tracer.failure();
+    std::vector<bool> needs;
+    for (const Tensor& t : in) needs.push_back(t.requires_grad());
+    std::string reason;
+    const detail::fusion::BackwardGraph bg =
+        detail::fusion::backward_graph(tracer, g, needs, reason);
+    ASSERT_TRUE(reason.empty()) << reason;
+    for (const auto* graph : {&g, &bg.graph}) {
+      if (graph->values.empty()) continue;  // no input needs a gradient
+      const std::string src = detail::fusion::cuda_source(*graph, "tiny_fused_kernel");
+      SCOPED_TRACE(src);
+      EXPECT_NE(detail::jit::nvrtc_compile(src, "fused.cu", 90).find(".entry tiny_fused_kernel"),
+                std::string::npos);
+    }
+  }
+}
+
+// A 0-dim tensor the function captures is not a number it made: written (fill_) or re-bound
+// after the trace, or given a gradient, it must act as it does eagerly, so it is a graph break
+// (as a captured tensor of shape [1] is). So is a maximum the function computes eagerly, which
+// the next call's input changes. A 0-dim tensor the function makes from a number stays a
+// constant of the kernel.
+TEST_F(Fusion, CapturedZeroDimTensorsAreNotBakedIn) {
+  for (FusionBackend backend : {FusionBackend::Cpp, FusionBackend::Interpreter}) {
+    SCOPED_TRACE(backend == FusionBackend::Cpp ? "generated C++" : "tile interpreter");
+    const Tensor x = arange(3.0);
+    Tensor w = scalar_tensor(2.0);
+    auto scaled = compile([&w](const Tensor& t) { return t * w; }, {backend});
+    EXPECT_TRUE(close(scaled(x), x * 2.0, 0, 0));
+    EXPECT_TRUE(close(scaled(x), x * 2.0, 0, 0));
+    w.fill_(5);
+    EXPECT_TRUE(close(scaled(x), x * 5.0, 0, 0));
+    w = scalar_tensor(-3.0);  // re-bound: the function reads another tensor now
+    EXPECT_TRUE(close(scaled(x), x * -3.0, 0, 0));
+    EXPECT_EQ(scaled.stats().compiles, 1);
+    EXPECT_EQ(scaled.stats().graph_breaks, 4);
+    EXPECT_NE(scaled.stats().last_break.find("mul uses a 0-dim float32 tensor"), std::string::npos)
+        << scaled.stats().last_break;
+    // A parameter gets eager's gradient, from the first call (the trace) on.
+    Tensor p = nn::Parameter(scalar_tensor(2.0));
+    auto by_p = compile([&p](const Tensor& t) { return t * p; }, {backend});
+    for (int call = 0; call < 2; ++call) {
+      p.set_grad(Tensor());
+      by_p(x).sum().backward();
+      ASSERT_TRUE(p.grad().defined()) << "call " << call;
+      EXPECT_EQ(p.grad().item(), 3.0) << "call " << call;
+    }
+    auto by_max = compile([](const Tensor& t) { return t * t.max(); }, {backend});
+    by_max(x);
+    EXPECT_TRUE(close(by_max(x + 1.0), (x + 1.0) * (x + 1.0).max(), 0, 0));
+    auto halved = compile([](const Tensor& t) { return t * scalar_tensor(0.5) + 1.0; }, {backend});
+    halved(x);
+    EXPECT_TRUE(close(halved(x), x * 0.5 + 1.0, 0, 0));
+    EXPECT_EQ(halved.stats().graph_breaks, 0) << halved.stats().last_break;
+  }
+}
+
 // The interpreter computes what the generated kernel computes, bit for bit: the same math in
 // the same compute type, on any thread count. The large cases (over 8 MB of float32) are split
 // across threads and written with streaming stores, and their generated kernels compute four

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "capture_internal.h"
+#include "fusion/graph.h"
 #include "internal.h"
 #include "tiny/ops.h"
 #include "tiny/tensor.h"
@@ -247,6 +248,7 @@ Tensor detail::number_tensor(Scalar s, DType dt, bool check_floats) {
   dispatch_dtype(dt, [&]<typename T>() {
     *out.data<T>() = number_to<T>(s, convert_type_name(dt), check_floats);
   });
+  if (auto* tracer = detail::fusion::Tracer::active()) tracer->on_number(out);  // compile()
   return out;
 }
 

@@ -10,7 +10,8 @@
 ///    (common/src/dispatch.cpp): every op-table op `fn` runs becomes a node of a graph, with the
 ///    inputs' shapes, strides and dtypes and the op's numbers. Anything the tracer cannot follow
 ///    (a matmul, a reduction, a copy, an in-place write) is a *graph break*: that signature then
-///    runs eagerly, and stats() says why.
+///    runs eagerly, and stats() says why. The trace is a real call, with autograd as the caller
+///    has it, and after a graph break its result is eager's, gradients included.
 /// 2. **Code generation.** The graph becomes one loop nest in C++ source, each node's per-element
 ///    expression pasted from the op table (op_table.h's `source`), specialised to the shapes and
 ///    strides seen (as torch.compile specialises by default). On a CUDA tensor it becomes CUDA
@@ -29,9 +30,15 @@
 /// `CompiledFunctionBackward`, whose backward is the captured graph's backward, built from the
 /// op table's derivative formulas and fused and compiled the same way.
 ///
-/// What is baked in: the numbers the ops were called with (`x * 0.5`'s 0.5, a 0-dim tensor made
-/// inside `fn`) become constants of the kernel, as torch.compile specialises on Python numbers. A
-/// function whose numbers change between calls must take them as tensor inputs.
+/// What is baked in: the numbers the ops were called with (`x * 0.5`'s 0.5, or a 0-dim tensor
+/// `scalar_tensor(0.5)` makes inside `fn`) become constants of the kernel, as torch.compile
+/// specialises on Python numbers. A function whose numbers change between calls must take them
+/// as tensor inputs. Any other 0-dim tensor `fn` reads (one it captures, such as a weight it
+/// closes over, or one an op the tracer cannot follow made, such as `x.max()`) is a graph break,
+/// as a captured tensor of any other shape is: its value may change, it may be re-bound, or it
+/// may need a gradient, after the trace. That signature runs `fn` eagerly at every call, which
+/// reads the tensor then and gives it its gradient; torch.compile would lift such a tensor into
+/// an input of the graph, and passing it as an argument does that here.
 #pragma once
 #include <cstdint>
 #include <functional>

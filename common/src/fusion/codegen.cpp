@@ -40,6 +40,14 @@ const char* math_type(DType d) {
   }
 }
 
+// `expr` converted to math_type(d). Written T(expr), a functional cast, where T is one word; C++
+// does not accept "long long(expr)", so int64's conversion is a static_cast.
+std::string to_math_type(DType d, const std::string& expr) {
+  const std::string t = math_type(d);
+  if (t.find(' ') != std::string::npos) return "static_cast<" + t + ">(" + expr + ")";
+  return t + "(" + expr + ")";
+}
+
 // The C++ type of one element in memory.
 const char* storage_type(DType d) {
   switch (d) {
@@ -155,21 +163,21 @@ std::string element_body(const Graph& g, const std::string& indent, Load load, S
     if (v.kind == Value::Kind::Input) {
       s << load(id) << ";";
     } else if (v.kind == Value::Kind::Constant) {
-      s << math_type(v.dtype) << "(" << literal(v.constant) << ");";
+      s << to_math_type(v.dtype, literal(v.constant)) << ";";
     } else if (v.kind == Value::Kind::Cast) {
-      s << math_type(v.dtype) << "(" << variable(v.args[0]) << ");";
+      s << to_math_type(v.dtype, variable(v.args[0])) << ";";
     } else if (v.kind == Value::Kind::Where) {
-      const char* t = math_type(v.dtype);
-      s << variable(v.args[0]) << " ? " << t << "(" << variable(v.args[1]) << ") : " << t << "("
-        << variable(v.args[2]) << ");";
+      s << variable(v.args[0]) << " ? " << to_math_type(v.dtype, variable(v.args[1])) << " : "
+        << to_math_type(v.dtype, variable(v.args[2])) << ";";
     } else {
-      const char* t = math_type(v.compute);
-      s << math_type(v.dtype) << "(op_" << v.kernel->info.name << "<" << t << ">(";
-      for (int k = 0; k < 3; ++k) {
-        if (k < v.op->info.arity) s << t << "(v" << v.args[k] << "), ";
-        else s << t << "(0), ";
-      }
-      s << t << "(" << literal(v.scalars.a) << "), " << t << "(" << literal(v.scalars.b) << ")));";
+      const DType t = v.compute;
+      std::string call = "op_";
+      call += v.kernel->info.name;
+      call += std::string("<") + math_type(t) + ">(";
+      for (int k = 0; k < 3; ++k)
+        call += to_math_type(t, k < v.op->info.arity ? variable(v.args[k]) : "0") + ", ";
+      call += to_math_type(t, literal(v.scalars.a)) + ", " + to_math_type(t, literal(v.scalars.b));
+      s << to_math_type(v.dtype, call + ")") << ";";
     }
     const char* kinds[] = {"input", "constant", "", "to", "where"};
     s << "  // " << (v.kind == Value::Kind::Op ? v.op->info.name : kinds[static_cast<int>(v.kind)])
@@ -306,7 +314,7 @@ inline void stream_fence() {}
     const std::string at = input_element(loop, id);
     if (v.dtype == kFloat16) return "load(&" + at + ", false)";
     if (v.dtype == kBFloat16) return "load(&" + at + ", true)";
-    return std::string(math_type(v.dtype)) + "(" + at + ")";
+    return to_math_type(v.dtype, at);
   };
   const char* vectorize = "#if defined(__clang__)\n#pragma clang loop vectorize(enable)\n"
                           "#else\n#pragma GCC ivdep\n#endif\n";
@@ -458,7 +466,7 @@ std::string cuda_source(const Graph& g, const std::string& name) {
     const std::string at = input_element(loop, id);
     if (v.dtype == kFloat16) return "load_half(" + at + ")";
     if (v.dtype == kBFloat16) return "load_bf16(" + at + ")";
-    return std::string(math_type(v.dtype)) + "(" + at + ")";
+    return to_math_type(v.dtype, at);
   };
   auto store = [&](size_t k, const std::string& var) {
     const DType d = g.values[g.outputs[k]].dtype;

@@ -153,11 +153,12 @@ std::shared_ptr<Kernel> CompiledFunction::State::build(const std::vector<Tensor>
   }
   std::string reason;
   {
+    // The trace is an eager call, with autograd as the caller has it: after a graph break its
+    // result is eager's, gradients included, also to tensors the function captured (which the
+    // tracer does not see when an op it cannot follow uses them). Where inputs need gradients, a
+    // captured graph's call records its own node instead and drops this result.
     detail::fusion::Tracer tracer(in);
-    {
-      const NoGradGuard plain;  // the compiled function records its own node, not eager ones
-      traced = fn(in);
-    }
+    traced = fn(in);
     k->graph = tracer.finish({traced});
     reason = tracer.failure();
     if (reason.empty() && any_grad) {
@@ -298,11 +299,8 @@ Tensor CompiledFunction::call(const std::vector<Tensor>& inputs) {
   s.last = k;
   if (k->kind == Kernel::Kind::Eager) {
     s.stats.last_break = k->break_reason;
-    // The trace ran without recording; a call that needs gradients runs again with them.
-    bool any_grad = false;
-    for (const Tensor& t : inputs) any_grad = any_grad || t.requires_grad();
     ++s.stats.graph_breaks;
-    return any_grad && grad_mode_enabled() ? s.fn(inputs) : traced;
+    return traced;  // eager's result, gradients and all
   }
   if (!k->records) return traced;
   return s.run(k, inputs);

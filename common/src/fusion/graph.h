@@ -3,9 +3,10 @@
 //
 // A graph is a list of values in the order eager execution made them. Each value is an input
 // (an argument of the compiled function, read through a view of its own: an input's transpose is
-// an input read with other strides), a constant (a 0-dim tensor or a number the function used),
-// one op-table op applied to earlier values, a dtype conversion (Tensor::to) or a where(). Every value lives in the loop over the graph's
-// output shape: an input or value of a smaller shape is read there as broadcasting reads it.
+// an input read with other strides), a constant (a number the function used: an op's Scalar, or
+// a 0-dim tensor it made from one), one op-table op applied to earlier values, a dtype conversion
+// (Tensor::to) or a where(). Every value lives in the loop over the graph's output shape: an
+// input or value of a smaller shape is read there as broadcasting reads it.
 #pragma once
 #include <array>
 #include <memory>
@@ -73,6 +74,9 @@ class Tracer {
   /// Called by Tensor::to(dtype) and where(): the two non-table ops a graph holds.
   void on_cast(const Tensor& source, const Tensor& result);
   void on_where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& result);
+  /// Called by detail::number_tensor: a number the library made while the function ran (x * 0.5's
+  /// 0.5), which the graph may hold as a constant. Other 0-dim tensors are not numbers.
+  void on_number(const Tensor& t);
   /// Stops this thread's tracer from listening while alive: for the conversions an op makes of
   /// its own inputs, which are part of the op, not of the graph.
   class Pause {
@@ -112,10 +116,14 @@ class Tracer {
   std::vector<Value> values_;
   std::vector<Tensor> tensors_;  // each value's eager tensor, kept alive so no memory is reused
   std::unordered_multimap<const Storage*, int> by_storage_;
+  // The numbers made during the trace, by their memory; kept alive, so that no tensor the
+  // function captured or computed later can get their memory and pass for one.
+  std::unordered_map<const Storage*, Tensor> numbers_;
   std::string failure_;
   Tracer* previous_;
   static Tracer*& t_active_ref();
   int push(Value v, const Tensor& t);
+  bool is_number(const Tensor& t) const;
 };
 
 /// The backward pass of a captured graph.

@@ -105,8 +105,10 @@ int Tracer::value_of(const Tensor& t, const char* user) {
     v.offset = t.storage_offset() - a.storage_offset();
     return push(v, t);
   }
-  // A 0-dim CPU tensor made inside the function is a number: it becomes a constant.
-  if (t.dim() == 0 && t.device().is_cpu()) {
+  // A number made while the function ran (x * 0.5's 0.5, scalar_tensor(0.5) called inside it, a
+  // derivative formula's 1) is a constant of the kernel, as torch.compile specialises on Python
+  // numbers: the next call makes the same number.
+  if (is_number(t) && !t.requires_grad()) {
     Value v;
     v.kind = Value::Kind::Constant;
     v.dtype = t.dtype();
@@ -115,12 +117,28 @@ int Tracer::value_of(const Tensor& t, const char* user) {
   }
   std::string made_by;
   if (t.grad_fn()) made_by = ", made by " + t.grad_fn()->name() + ",";
+  // Any other 0-dim tensor is one the function captured (a weight it closes over, which may be
+  // written or re-bound before the next call, or need a gradient) or computed eagerly (x.max()):
+  // a constant would keep the value it had during the trace.
+  if (t.dim() == 0) {
+    fail(std::string(user) + " uses a 0-dim " + dtype_name(t.dtype()) + " tensor" + made_by +
+         " that is not an argument of the function, nor a number it made: one it captured or "
+         "computed eagerly (a reduction) may change before the next call, or need a gradient, "
+         "so the function runs eagerly; pass the tensor as an argument to fuse it");
+    return -1;
+  }
   fail(std::string(user) + " uses a " + dtype_name(t.dtype()) + " tensor of shape " +
        shape_str(t.shape()) + made_by +
        " that no captured op made: only op-table ops (elementwise) on the function's inputs "
        "are captured; matmuls, reductions, copies, dtype conversions and views of intermediate "
        "results run eagerly");
   return -1;
+}
+
+void Tracer::on_number(const Tensor& t) { numbers_.emplace(t.storage().get(), t); }
+
+bool Tracer::is_number(const Tensor& t) const {
+  return t.dim() == 0 && numbers_.count(t.storage().get()) != 0;
 }
 
 void Tracer::on_op(const Call& call, const std::array<const Tensor*, 3>& inputs, DType compute,
