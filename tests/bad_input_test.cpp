@@ -222,6 +222,14 @@ const std::vector<BadInput>& table() {
           "tensor shape: torch.Size([6, 3]). Additional info: {}.\n Could not infer sizes for "
           "{'b', 'h'}",
           true, rearrange(ones({6, 3}), "(b h) w -> b h w")),
+      BAD("ch02", "copy a tensor's own transpose into it (x.copy_(x.t()))", RuntimeError,
+          "unsupported operation: some elements of the input tensor and the written-to tensor "
+          "refer to a single memory location. Please clone() the tensor before performing the "
+          "operation.",
+          true, [] {
+            Tensor x = arange(9.0).reshape({3, 3});
+            x.copy_(x.t());
+          }()),
 
       // ---- chapter 05: float formats ---------------------------------------------------------
       BAD("ch05", "a float format without exponent bits", ValueError,
@@ -281,6 +289,13 @@ const std::vector<BadInput>& table() {
       BAD("ch03", "ask an integer tensor for gradients", RuntimeError,
           "only Tensors of floating point dtype can require gradients", true,
           ones({2}, kInt64).requires_grad_()),
+      BAD("ch03", "give a float32 tensor a float64 gradient", RuntimeError,
+          "attempting to assign a gradient with dtype 'double' to a tensor with grad_dtype "
+          "'Float'. The gradient must match the tensor's grad_dtype (defaults to the tensor's "
+          "dtype). You can set the tensor's grad_dtype attribute with a specific dtype, or None "
+          "to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
+          "its gradient may break downstream systems that assume they match.",
+          true, ones({3}).requires_grad_().set_grad(ones({3}, kFloat64))),
 
       // ---- chapter 06: modules, optimizers, losses, data ---------------------------------------
       BAD("ch06", "feed a Linear(3, 2) rows of 4 features", RuntimeError,
@@ -343,6 +358,13 @@ const std::vector<BadInput>& table() {
           "item() cannot run while a CPUGraph is capturing: the number would be read once, at "
           "capture, and never again at replay(). Read it after capture() or replay() returns",
           false, CPUGraph().capture([] { (void)(ones({2}) * 2).sum().item(); })),
+      BAD("ch06", "initialise an expanded tensor with random numbers", RuntimeError,
+          "unsupported operation: more than one element of the written-to tensor refers to a "
+          "single memory location. Please clone() the tensor before performing the operation.",
+          true, [] {
+            Tensor w = zeros({1}).expand({3});
+            normal_(w);
+          }()),
       // ---- chapter 08: mixed precision -------------------------------------------------------
       BAD("ch08", "autocast to float32 (it only lowers precision)", ValueError,
           "autocast runs ops in float16 or bfloat16, not float32", false,

@@ -970,6 +970,62 @@ const std::map<std::string, std::function<void()>>& errors() {
       {"diagonal_dim_range", [] { ones({2, 3}).diagonal(0, 0, 2); }},
       {"diagonal_1d", [] { ones({3}).diagonal(); }},
       {"randperm_bfloat16_limit", [] { randperm(300, kBFloat16); }},
+      {"randperm_bytes_overflow", [] { randperm(int64_t(1) << 62); }},
+      // Writes whose input shares the written memory in another layout (partial overlap), the
+      // same memory in the same layout, disjoint parts, and random fills of an expanded tensor.
+      {"copy_own_transpose",
+       [] {
+         Tensor x = arange(9.0).reshape({3, 3});
+         x.copy_(x.t());
+       }},
+      {"copy_shifted_rows",
+       [] {
+         Tensor x = arange(9.0).reshape({3, 3});
+         x.slice(0, 0, 2).copy_(x.slice(0, 1, 3));
+       }},
+      {"add_shifted",
+       [] {
+         Tensor x = arange(9.0);
+         x.slice(0, 1, 9).add_(x.slice(0, 0, 8));
+       }},
+      {"neg_out_shifted",
+       [] {
+         Tensor x = arange(9.0);
+         neg_out(x.slice(0, 1, 9), x.slice(0, 0, 8));
+       }},
+      {"add_own_transpose",
+       [] {
+         Tensor x = ones({3, 3});
+         x.add_(x.t());
+       }},
+      {"add_itself",
+       [] {
+         Tensor x = ones({3, 3});
+         x.add_(x);
+       }},
+      {"copy_disjoint_rows",
+       [] {
+         Tensor x = ones({3, 3});
+         x.slice(0, 0, 1).copy_(x.slice(0, 2, 3));
+       }},
+      {"normal_expanded",
+       [] {
+         Tensor x = zeros({1}).expand({3});
+         normal_(x);
+       }},
+      {"uniform_expanded",
+       [] {
+         Tensor x = zeros({1}).expand({3});
+         uniform_(x);
+       }},
+      // Assigning .grad (Tensor::set_grad).
+      {"set_grad_itself",
+       [] {
+         const Tensor t = ones({3}).requires_grad_();
+         t.set_grad(t);
+       }},
+      {"set_grad_dtype", [] { ones({3}).requires_grad_().set_grad(ones({3}, kFloat64)); }},
+      {"set_grad_size", [] { ones({3}).requires_grad_().set_grad(ones({4})); }},
   };
   return table;
 }

@@ -400,6 +400,8 @@ class Tensor {
   /// The accumulated gradient of a leaf (undefined until a backward pass reaches it). A tensor
   /// computed by recorded ops has one only after retain_grad(); asked without it, it warns as
   /// PyTorch does (the usual mistake: reading an intermediate's .grad instead of a leaf's).
+  /// Later backward passes add into this same tensor in place, as PyTorch's do, so a handle
+  /// taken now sees their sums.
   Tensor grad() const;
   /// Has backward passes store this computed tensor's gradient in its .grad too, adding up over
   /// passes like a leaf's (torch.Tensor.retain_grad). Nothing to do for a leaf; RuntimeError for
@@ -407,7 +409,9 @@ class Tensor {
   void retain_grad() const;
   /// True after retain_grad() on a computed tensor (false for leaves, as in PyTorch).
   bool retains_grad() const;
-  /// Replaces the stored gradient (an undefined tensor clears it).
+  /// Replaces the stored gradient (an undefined tensor clears it); later backward passes add
+  /// into the tensor given. RuntimeError, with PyTorch's texts, for a gradient of another dtype
+  /// or size, or for the tensor itself.
   void set_grad(const Tensor& grad) const;
   /// Calls `hook` each time a backward pass has added a gradient into this leaf's .grad, with
   /// that accumulated gradient, hooks in the order registered: PyTorch's
