@@ -402,6 +402,33 @@ TEST(Optim, LoadStateDictRefusesWhatDoesNotFit) {
   EXPECT_THROW_MSG(opt.step(), RuntimeError, "optimizer state 'exp_avg' does not match");
 }
 
+// A state that has some entries but lacks one the optimizer makes together with the others
+// (a state dict edited by hand, or amsgrad switched on after steps) is PyTorch's KeyError at the
+// step, never a silent fresh zero: torch 2.15's Adam raises KeyError 'exp_avg' for the first.
+TEST(Optim, AStateMissingAnEntryIsAKeyError) {
+  Tensor w = leaf(ones({4}));
+  optim::Adam adam({w});
+  w.set_grad(ones({4}));
+  adam.step();
+  optim::OptimizerState s = adam.state_dict();
+  s.state[0].erase("exp_avg");
+  optim::Adam loaded({w});
+  loaded.load_state_dict(s);
+  EXPECT_THROW_MSG(loaded.step(), KeyError, "'exp_avg'");
+  adam.param_groups()[0].settings["amsgrad"] = true;
+  EXPECT_THROW_MSG(adam.step(), KeyError, "'max_exp_avg_sq'");
+  optim::RMSprop rms({w}, {.centered = true});
+  rms.step();
+  rms.state(w).erase("step");
+  EXPECT_THROW_MSG(rms.step(), KeyError, "'step'");
+  // SGD makes its momentum buffer whenever it has none, as PyTorch's does.
+  optim::SGD sgd({w}, {.lr = 0.1, .momentum = 0.9});
+  sgd.step();
+  sgd.state(w).erase("momentum_buffer");
+  sgd.step();
+  EXPECT_EQ(sgd.state(w).count("momentum_buffer"), 1u);
+}
+
 TEST(Optim, ZeroGradClearsOrZeroes) {
   Tensor w = leaf(ones({2}));
   optim::SGD opt({w}, {.lr = 0.1});

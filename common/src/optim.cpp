@@ -277,11 +277,20 @@ std::string Optimizer::repr() const {
 
 namespace {
 
+// Whether a missing entry may be made: PyTorch's Adam, AdamW, RMSprop and Adagrad make a
+// parameter's whole state at once, when it has none, and a state that has some entries but lacks
+// one (a state dict edited by hand) raises KeyError with the key at the step. SGD's momentum
+// buffer is made whenever it is missing.
+enum class Missing { Make, MakeIfEmpty };
+
 // A state tensor of `param`'s shape, dtype and device, created on first use with `fill`.
+// `empty`: whether the state had no entries when this step began (for Missing::MakeIfEmpty).
 Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& key,
-                     const Tensor& param, double fill = 0.0) {
+                     const Tensor& param, double fill = 0.0, Missing missing = Missing::Make,
+                     bool empty = true) {
   auto it = state.find(key);
   if (it == state.end()) {
+    if (missing == Missing::MakeIfEmpty && !empty) throw KeyError("'" + key + "'");
     // Made once: a CPUGraph capturing the first step must not refill it at every replay.
     const detail::HostScope once;
     return state[key] = as_state(full(param.shape(), fill, param.dtype(), param.device()));
@@ -300,9 +309,10 @@ Tensor& state_tensor(std::map<std::string, Tensor>& state, const std::string& ke
 // The float32 step counter of a parameter's state, made at 0 on its first step. It is a
 // one-element CPU tensor (as in PyTorch 1.13 and 2.x, which keep it a tensor so that it can be
 // saved with the rest of the state), counted by ParamUpdate below.
-const Tensor& step_counter(std::map<std::string, Tensor>& state) {
+const Tensor& step_counter(std::map<std::string, Tensor>& state, bool empty = true) {
   auto it = state.find("step");
   if (it == state.end()) {
+    if (!empty) throw KeyError("'step'");
     const detail::HostScope once;  // as state_tensor's: never reset by a CPUGraph's replays
     it = state.emplace("step", as_state(scalar_tensor(0.0, kFloat32))).first;
   }
@@ -483,9 +493,11 @@ void Adagrad::step() {
       const Tensor& p = u.param;
       const Tensor& grad = u.grad;
       auto& st = u.state;
+      const bool empty = st.empty();
       run_update(a, p, grad,
-                 {&state_tensor(st, "sum", p, group.number("initial_accumulator_value"))},
-                 &step_counter(st), [](detail::UpdateArgs& args, double step) {
+                 {&state_tensor(st, "sum", p, group.number("initial_accumulator_value"),
+                                Missing::MakeIfEmpty, empty)},
+                 &step_counter(st, empty), [](detail::UpdateArgs& args, double step) {
                    args.step_size = args.lr / (1 + (step - 1) * args.lr_decay);
                  });
     }
@@ -573,10 +585,14 @@ void RMSprop::step() {
       const Tensor& p = u.param;
       const Tensor& grad = u.grad;
       auto& st = u.state;
-      const Tensor* counter = &step_counter(st);
-      const Tensor* sq = &state_tensor(st, "square_avg", p);
-      const Tensor* buf = a.momentum > 0 ? &state_tensor(st, "momentum_buffer", p) : nullptr;
-      const Tensor* ga = a.centered ? &state_tensor(st, "grad_avg", p) : nullptr;
+      const bool empty = st.empty();
+      const Tensor* counter = &step_counter(st, empty);
+      const Tensor* sq = &state_tensor(st, "square_avg", p, 0.0, Missing::MakeIfEmpty, empty);
+      const Tensor* buf = a.momentum > 0 ? &state_tensor(st, "momentum_buffer", p, 0.0,
+                                                         Missing::MakeIfEmpty, empty)
+                                         : nullptr;
+      const Tensor* ga =
+          a.centered ? &state_tensor(st, "grad_avg", p, 0.0, Missing::MakeIfEmpty, empty) : nullptr;
       run_update(a, p, grad, {sq, ga, buf}, counter);
     }
   }
@@ -637,10 +653,13 @@ void Adam::step() {
       const Tensor& p = u.param;
       const Tensor& grad = u.grad;
       auto& st = u.state;
-      const Tensor* m = &state_tensor(st, "exp_avg", p);
-      const Tensor* v = &state_tensor(st, "exp_avg_sq", p);
-      const Tensor* vmax = a.amsgrad ? &state_tensor(st, "max_exp_avg_sq", p) : nullptr;
-      run_update(a, p, grad, {m, v, vmax}, &step_counter(st),
+      const bool empty = st.empty();
+      const Tensor* m = &state_tensor(st, "exp_avg", p, 0.0, Missing::MakeIfEmpty, empty);
+      const Tensor* v = &state_tensor(st, "exp_avg_sq", p, 0.0, Missing::MakeIfEmpty, empty);
+      const Tensor* vmax =
+          a.amsgrad ? &state_tensor(st, "max_exp_avg_sq", p, 0.0, Missing::MakeIfEmpty, empty)
+                    : nullptr;
+      run_update(a, p, grad, {m, v, vmax}, &step_counter(st, empty),
                  [](detail::UpdateArgs& args, double step) {
                    // In double, in the order torch/optim/adamw.py computes them.
                    const double bias_correction1 = 1 - std::pow(args.beta1, step);
