@@ -327,7 +327,9 @@ bool non_overlapping_and_dense(const Tensor& t) {
 }
 
 void check_no_partial_overlap(const Tensor& out, const Tensor& input) {
-  if (!out.shares_storage_with(input) || out.numel() == 0 || input.numel() == 0) return;
+  // Cheapest first: most inputs share nothing, and an in-place op's own tensor is the same view.
+  if (!out.shares_storage_with(input) || same_view(out, input)) return;
+  if (out.numel() == 0 || input.numel() == 0) return;
   if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(input)) return;
   // The byte ranges the two cover (dense: from the offset, nbytes long).
   const int64_t a = out.storage_offset() * out.element_size(), a_end = a + out.nbytes();
@@ -443,7 +445,8 @@ Tensor run(const Call& c) {
                            "differentiation, but one of the arguments requires grad.");
     }
     check_no_internal_overlap(o);
-    for (int k = 0; k < n; ++k) check_no_partial_overlap(o, *in[k]);
+    for (int k = 0; k < n; ++k)  // (an in-place op's own tensor is `o` itself: nothing to check)
+      if (in[k] != &o) check_no_partial_overlap(o, *in[k]);
     if (record_inplace) inplace_node = take_node_inputs(op, in, n, /*inplace=*/true);
     o.storage()->bump_version();
     if (o.dtype() == result) dst = &o;
