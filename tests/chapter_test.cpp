@@ -118,8 +118,8 @@ TEST(Chapter, TimingsThatContradictTheTextAreMeasuredAgainThenReported) {
 // A median of no trials has no value: timed() refuses it rather than read an empty list.
 TEST(Chapter, TimedNeedsAtLeastOneTrial) {
   int calls = 0;
-  EXPECT_GE(timed([&] { ++calls; }, 1), 0.0);
-  EXPECT_EQ(calls, 2);  // the warm-up and the one trial
+  (void)timed([&] { ++calls; }, 1);  // the time itself is not checked: only what was run
+  EXPECT_EQ(calls, 2);                // the warm-up and the one trial
   for (int trials : {0, -3})
     EXPECT_TRUE(throws_with<ValueError>([&] { timed([] {}, trials); },
                                         "timed(): trials must be a positive number, got " +
