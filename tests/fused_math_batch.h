@@ -7,14 +7,15 @@
 
 namespace tiny::testing::fused_math {
 
-enum class Fn { kExp, kErf, kTanh, kLog, kLog1p, kExpm1 };
+enum class Fn { kExp, kErf, kTanh, kLog, kLog1p, kExpm1, kGelu };
 
 using UnaryFn = float (*)(float);
 using Batch = void (*)(Fn, const float*, float*, size_t);
 
 // One loop per function, each of the shape `out[i] = f(in[i])` that the compiler vectorises.
 // Each includer passes its own copies of the functions, so the instantiations differ by name.
-template <UnaryFn Exp, UnaryFn Erf, UnaryFn Tanh, UnaryFn Log, UnaryFn Log1p, UnaryFn Expm1>
+template <UnaryFn Exp, UnaryFn Erf, UnaryFn Tanh, UnaryFn Log, UnaryFn Log1p, UnaryFn Expm1,
+          UnaryFn Gelu>
 void apply(Fn fn, const float* __restrict in, float* __restrict out, size_t n) {
   switch (fn) {
     case Fn::kExp:
@@ -34,6 +35,9 @@ void apply(Fn fn, const float* __restrict in, float* __restrict out, size_t n) {
       break;
     case Fn::kExpm1:
       for (size_t i = 0; i < n; ++i) out[i] = Expm1(in[i]);
+      break;
+    case Fn::kGelu:
+      for (size_t i = 0; i < n; ++i) out[i] = Gelu(in[i]);
       break;
   }
 }

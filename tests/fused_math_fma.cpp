@@ -12,6 +12,6 @@ namespace fma {
 // CPU has AVX2 and FMA.
 extern const Batch kFmaBatch =
     &apply<fma::tiny_expf, fma::tiny_erff, fma::tiny_tanhf, fma::tiny_logf, fma::tiny_log1pf,
-           fma::tiny_expm1f>;
+           fma::tiny_expm1f, fma::tiny_geluf>;
 
 }  // namespace tiny::testing::fused_math

@@ -34,9 +34,8 @@ struct Build {
 
 std::vector<Build> builds() {
   std::vector<Build> out{
-      {"test flags",
-       &apply<plain::tiny_expf, plain::tiny_erff, plain::tiny_tanhf, plain::tiny_logf,
-              plain::tiny_log1pf, plain::tiny_expm1f>}};
+      {"test flags", &apply<plain::tiny_expf, plain::tiny_erff, plain::tiny_tanhf, plain::tiny_logf,
+                            plain::tiny_log1pf, plain::tiny_expm1f, plain::tiny_geluf>}};
 #ifdef TINY_FUSED_MATH_FMA
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     out.push_back({"avx2+fma", kFmaBatch});
@@ -94,6 +93,13 @@ const Spec kLog{Fn::kLog,
                 FLT_MAX,
                 [](float x) { return x == 0 ? -INFINITY : x == INFINITY ? INFINITY : NAN; },
                 1.0};
+
+// GELU's accuracy has a test of its own (the error is absolute below zero); this Spec serves
+// the tests that run every function.
+const Spec kGelu{
+    Fn::kGelu, "tiny_geluf", [](long double x) { return 0.5L * x * erfcl(-x / sqrtl(2.0L)); },
+    -5.42f,    5.42f,        [](float x) { return x < 0 ? x * 0.0f : x; },
+    2.0};
 
 // The value of the last place of the float nearest r (in the binade of |r|; 2^-149 among the
 // subnormals).
@@ -214,6 +220,55 @@ TEST(Ch09_FusedMath, Expm1IsWithinOneUlp) {
                                          0x1p-25f}));
 }
 
+// GELU, x Phi(x), against 0.5 x erfc(-x / sqrt 2) in long double (erfc: no cancellation for
+// negative x). For x > 0 the error is relative, in ulps. For x < 0 it is absolute: the result
+// there is x/2 + x^2 P(x^2) with the two terms nearly cancelling, as x/2 (1 + erf(x / sqrt 2))
+// cancels in PyTorch's formula, whose float32 error there reaches 1.8e-7 even with a correctly
+// rounded erf. Beyond |x| = 5.42 the result is x, or x * 0.
+TEST(Ch09_FusedMath, GeluIsWithinTwoUlpsAboveZeroAndNearlyExactBelow) {
+  TINY_SEEDED(rng);
+  const std::vector<float> xs =
+      samples(rng(), {5.42f, 1.0f, 0.375f, 1.43f, 3.0f, 1e-30f, 0x1p-126f});
+  for (const Build& build : builds()) {
+    const std::vector<float> ys = run(build, Fn::kGelu, xs);
+    double worst_ulp = 0, worst_abs = 0;
+    float worst_ulp_x = 0, worst_abs_x = 0;
+    int failures = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const float x = xs[i], y = ys[i];
+      auto fail = [&](const std::string& want) {
+        if (++failures <= 10)
+          ADD_FAILURE() << "tiny_geluf(" << strprintf("%a", double(x))
+                        << ") = " << strprintf("%a", double(y)) << ", want " << want << " ("
+                        << build.name << ")";
+      };
+      if (std::isnan(x)) {
+        if (!std::isnan(y)) fail("NaN");
+        continue;
+      }
+      if (x > kGelu.hi || x < kGelu.lo) {
+        const float want = kGelu.outside(x);
+        if (std::isnan(want) ? !std::isnan(y) : to_bits(y) != to_bits(want))
+          fail(strprintf("%a", double(want)));
+        continue;
+      }
+      const long double ref = kGelu.reference(x);
+      const double ulps = double(fabsl(y - ref) / ulp_of(ref));
+      if (x >= 0) {
+        if (ulps > worst_ulp) worst_ulp = ulps, worst_ulp_x = x;
+      } else if (double err = double(fabsl(y - ref)); err > worst_abs) {
+        worst_abs = err, worst_abs_x = x;
+      }
+      // Near zero GELU(x) = x/2 + 0.4 x^2 to full relative precision, of either sign.
+      if (x > -0.125f && ulps > 2) fail(strprintf("%La, within 2 ulps", ref));
+    }
+    std::printf("tiny_geluf %-10s x >= 0: max %.3f ulp at %a; x < 0: max error %.3g at %a\n",
+                build.name.c_str(), worst_ulp, double(worst_ulp_x), worst_abs, double(worst_abs_x));
+    EXPECT_LE(worst_ulp, kGelu.max_ulp) << build.name;
+    EXPECT_LE(worst_abs, 3.5e-7) << build.name;
+  }
+}
+
 // Compiled with FMA instructions or without them, every function gives the same bits: tiny_fma
 // is fused in both (a call to fmaf where the instruction is not enabled). The eager kernels
 // rely on this to give the generated kernels' results on every processor.
@@ -222,7 +277,7 @@ TEST(Ch09_FusedMath, EveryBuildGivesTheSameBits) {
   const std::vector<float> xs = samples(rng(), {0.875f, 0.34657359f, 1.0f});
   const std::vector<Build> all = builds();
   if (all.size() < 2) GTEST_SKIP() << "only one build on this processor (no AVX2 and FMA)";
-  for (Fn fn : {Fn::kExp, Fn::kErf, Fn::kTanh, Fn::kLog, Fn::kLog1p, Fn::kExpm1}) {
+  for (Fn fn : {Fn::kExp, Fn::kErf, Fn::kTanh, Fn::kLog, Fn::kLog1p, Fn::kExpm1, Fn::kGelu}) {
     const std::vector<float> a = run(all[0], fn, xs), b = run(all[1], fn, xs);
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < xs.size(); ++i)
@@ -384,6 +439,24 @@ TEST(Ch09_FusedMath, LogSpecialValues) {
                {FLT_MAX, 0x1.62e430p+6f}});
 }
 
+TEST(Ch09_FusedMath, GeluSpecialValues) {
+  check_exact(Fn::kGelu, "tiny_geluf",
+              {{kNaN, kNaN},
+               {kNegNaN, kNaN},
+               {kInf, kInf},
+               {-kInf, kNaN},  // -inf * 0, as x/2 (1 + erf(x / sqrt 2)) gives
+               {0.0f, 0.0f},
+               {-0.0f, -0.0f},
+               {6.0f, 6.0f},
+               {-6.0f, -0.0f},
+               {FLT_MAX, FLT_MAX},
+               {-FLT_MAX, -0.0f},
+               // x/2 rounds to even: 2^-150 is halfway between 0 and 2^-149
+               {0x1p-149f, 0.0f},
+               {0x1p-148f, 0x1p-149f},
+               {-0x1p-148f, -0x1p-149f}});
+}
+
 // A NaN, whatever its sign and payload, comes out a NaN: the bits of a NaN pass through the
 // integer arithmetic of the range reductions, which must not turn them into a number. Every
 // third payload of either sign (the step being odd, the low bits take every value).
@@ -393,7 +466,7 @@ TEST(Ch09_FusedMath, EveryNaNGivesNaN) {
   for (uint32_t payload = 1; payload < (1u << 23); payload += 3)
     for (uint32_t sign : {0u, 0x80000000u}) xs.push_back(from_bits(sign | 0x7f800000u | payload));
   for (const Build& build : builds())
-    for (const Spec* spec : {&kExp, &kErf, &kTanh, &kLog, &kLog1p, &kExpm1}) {
+    for (const Spec* spec : {&kExp, &kErf, &kTanh, &kLog, &kLog1p, &kExpm1, &kGelu}) {
       const std::vector<float> ys = run(build, spec->fn, xs);
       size_t bad = 0, first = 0;
       for (size_t i = 0; i < ys.size(); ++i)
@@ -410,7 +483,7 @@ TEST(Ch09_FusedMath, TheLibraryEmbedsTheFileThisTestCompiles) {
   ASSERT_FALSE(file.empty());
   const std::string embedded = tiny::detail::fused_math_source();
   EXPECT_EQ(embedded, file) << "rerun cmake: the build embeds fused_math.inc when it configures";
-  for (const char* name : {"tiny_expf", "tiny_erff", "tiny_tanhf", "tiny_logf"})
+  for (const char* name : {"tiny_expf", "tiny_erff", "tiny_geluf", "tiny_tanhf", "tiny_logf"})
     EXPECT_NE(embedded.find(std::string("inline float ") + name + "(float x)"), std::string::npos)
         << name;
   EXPECT_EQ(embedded.find("#include"), std::string::npos) << "the text must need no headers";

@@ -63,7 +63,7 @@ inline constexpr bool kCompiledFor = Op::types == Types::All ||
 
 #if !defined(__CUDA_ARCH__)
 /// The vectorisable float32 math of chapter 09's fused kernels (common/src/fusion/fused_math.inc):
-/// tiny_expf, tiny_logf, tiny_tanhf, tiny_erff, tiny_log1pf, tiny_expm1f. The eager CPU loops
+/// tiny_expf, tiny_logf, tiny_tanhf, tiny_erff, tiny_geluf, tiny_log1pf, tiny_expm1f. The eager CPU loops
 /// call the same code as the generated kernels, so eager and fused results agree bit for bit.
 namespace vec {
 #include "fusion/fused_math.inc"
@@ -102,6 +102,15 @@ TINY_MATH_FUNCTIONS(TINY_USING_STD)
   TINY_HD inline double F(double x) { return positive_nan(x, std::F(x)); }
 TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_FN)
 #undef TINY_VECTOR_FN
+/// GELU, x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2: PyTorch's formula on the device and
+/// in float64; on the host in float32, fused_math.inc's one-polynomial version, half the work.
+template <typename T> TINY_HD T gelu_formula(T x) {
+  return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+}
+TINY_HD __attribute__((always_inline)) inline float gelu(float x) {
+  return TINY_HOST_OR_DEVICE(vec::tiny_geluf(x), gelu_formula(x));
+}
+TINY_HD inline double gelu(double x) { return gelu_formula(x); }
 /// True for NaN (always false for integers and bool).
 template <typename T> TINY_HD bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) return x != x;
@@ -217,7 +226,7 @@ struct Tanh : OpBase {
 struct Gelu : OpBase {
   static constexpr Types types = Types::Floating;
   static constexpr bool uses_fma = true;
-  TINY_MATH(1, x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440))))
+  TINY_MATH(1, gelu(x))
 };
 // x.pow(e) for the common fixed exponents: a multiply costs far less than std::pow.
 struct Square : OpBase {

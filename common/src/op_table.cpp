@@ -107,6 +107,18 @@ const char* op_source_prelude() {
         "inline float pow(float x, float y) { return __builtin_powf(x, y); }\n"
         "inline double pow(double x, double y) { return __builtin_pow(x, y); }\n"
         "#endif\n";
+    // GELU: PyTorch's formula in float64 and on the device, fused_math.inc's in float32 on the
+    // host (the erf it calls is declared above, or is CUDA's own).
+    s += R"(template <typename T> TINY_GENERATED_FN T gelu_formula(T x) {
+  return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
+}
+#ifdef __CUDACC_RTC__
+TINY_GENERATED_FN float gelu(float x) { return gelu_formula(x); }
+#else
+inline float gelu(float x) { return tiny_geluf(x); }
+#endif
+TINY_GENERATED_FN double gelu(double x) { return gelu_formula(x); }
+)";
     s += R"(template <typename T> TINY_GENERATED_FN bool is_nan(T x) { return x != x; }
 template <typename T> TINY_GENERATED_FN T max_of(T x, T y) { return x < y ? y : x; }
 template <typename T> TINY_GENERATED_FN T min_of(T x, T y) { return y < x ? y : x; }

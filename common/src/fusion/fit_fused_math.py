@@ -2,7 +2,8 @@
 """Fits the polynomials of fused_math.inc and checks them against the file.
 
 Each polynomial is a weighted minimax fit: the weight turns the polynomial's error into the
-relative error of the function it serves (exp, erf, tanh or log), so the maximum printed is in
+relative error of the function it serves (exp, erf, tanh or log; for GELU the absolute error of
+Phi), so the maximum printed is in
 units of 2^-24 of the final result, before the float arithmetic adds its own rounding. The fit is
 Lawson's algorithm (iteratively reweighted least squares) on Chebyshev points, with the
 references computed by mpmath at 40 digits. The coefficients are then rounded to float one at a
@@ -31,6 +32,10 @@ UNIT = 2.0**-24
 ERF_V_SCALE = float(np.float32(2 / (3.92 - 0.875)))
 ERF_V_SHIFT = float(np.float32(-(3.92 + 0.875) / 2 * ERF_V_SCALE))
 ERF_AT_0875 = float(np.float32(float(mp.erf(mp.mpf(0.875)))))
+# GELU's polynomial maps t = x^2 in [0, GELU_X^2] onto u in [-1, 1] as u = t * scale - 1; beyond
+# |x| = GELU_X, 1 - Phi(|x|) < 2^-25.
+GELU_X = 5.42
+GELU_U_SCALE = float(np.float32(2 / GELU_X**2))
 
 
 def chebyshev_points(lo, hi, n=4000):
@@ -104,6 +109,13 @@ def fits():
     v = a * ERF_V_SCALE + ERF_V_SHIFT
     out.append(("erff P", "v", *fit_float(powers(v, 14) * (a - 0.875)[:, None], erf - ERF_AT_0875,
                                          1 / erf)))
+    # GELU: Phi(x) - 1/2 = x P(u), u = x^2 * GELU_U_SCALE - 1 (x^2 rounded to float, as computed),
+    # for x in [0, GELU_X]; the error is absolute in Phi, which is what the result needs (for
+    # x > 0 the result is x Phi with Phi in [1/2, 1]; for x < 0 the error is absolute anyway).
+    x = chebyshev_points(0, GELU_X, 5000)
+    phi = mpvec(lambda v: mp.ncdf(v) - mp.mpf(0.5), x)
+    u = (x * x).astype(np.float32).astype(np.float64) * GELU_U_SCALE - 1
+    out.append(("geluf P", "u", *fit_float(powers(u, 15) * x[:, None], phi, np.ones_like(x))))
     # tanh, a < 0.875: tanh(a) = a + a^3 p(a^2).
     a = chebyshev_points(1e-4, 0.875)
     th = mpvec(mp.tanh, a)
@@ -136,7 +148,7 @@ def main():
     ln2_hi = float.fromhex("0x1.62e4p-1")
     for name, value in (("1/ln2", 1 / mp.log(2)), ("ln2_lo", mp.log(2) - ln2_hi),
                         ("erf's v scale", ERF_V_SCALE), ("erf's v shift", ERF_V_SHIFT),
-                        ("erf(0.875)", ERF_AT_0875)):
+                        ("erf(0.875)", ERF_AT_0875), ("GELU's u scale", GELU_U_SCALE)):
         text = float_literal(float(np.float32(float(value))))
         found = text in source
         missing += not found

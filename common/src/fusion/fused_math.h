@@ -3,8 +3,8 @@
 
 namespace tiny::detail {
 
-// The contents of common/src/fusion/fused_math.inc: tiny_expf, tiny_erff, tiny_tanhf and
-// tiny_logf as plain, vectorisable C++ that includes nothing. The code generator pastes it,
+// The contents of common/src/fusion/fused_math.inc: tiny_expf, tiny_erff, tiny_geluf, tiny_tanhf
+// and tiny_logf as plain, vectorisable C++ that includes nothing. The code generator pastes it,
 // inside a namespace, in front of a kernel that calls them. CMake embeds the file's text when it
 // configures (CMakeLists.txt), so the library needs no source tree at run time.
 const char* fused_math_source();
