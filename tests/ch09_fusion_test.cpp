@@ -220,7 +220,7 @@ TEST(Ch09_Fusion, FusionTimingsAgreeWithThemselves) {
     EXPECT_NEAR(printed_ratio, fused / floor,
                 fused / floor * (0.05 / fused + 0.05 / floor) + 0.005 + 1e-9);
   const bool arithmetic = chapter_prints(
-      "without passes to remove, GELU's arithmetic (an erf an element) sets its time");
+      "without passes to remove, GELU's arithmetic (a polynomial an element) sets its time");
   const bool memory = chapter_prints("both are bound by their two passes over memory");
   EXPECT_NE(arithmetic, memory);  // one verdict, not both
   // Both ratios are printed to 0.005: away from the threshold the verdict must follow them.

@@ -161,12 +161,13 @@ static void fusion_section(const std::optional<std::string>& csv_dir) {
   std::printf("  %-24s %.1f\n", "x.clone()", clone_bytes / x_bytes);
   const double gelu_over_floor = points[1].seconds / clone_s;
   const double shift_over_floor = points[3].seconds / clone_s;
-  std::printf("the compiled scale-shift chain takes %.2f times the floor, the compiled GELU chain "
-              "%.2f times:\n%s\n",
-              shift_over_floor, gelu_over_floor,
-              gelu_over_floor > 1.5 * shift_over_floor
-                  ? "without passes to remove, GELU's arithmetic (an erf an element) sets its time"
-                  : "both are bound by their two passes over memory");
+  std::printf(
+      "the compiled scale-shift chain takes %.2f times the floor, the compiled GELU chain "
+      "%.2f times:\n%s\n",
+      shift_over_floor, gelu_over_floor,
+      gelu_over_floor > 1.5 * shift_over_floor
+          ? "without passes to remove, GELU's arithmetic (a polynomial an element) sets its time"
+          : "both are bound by their two passes over memory");
 
   // What was captured and how it runs, and the fused kernel's intensity (the exercise).
   std::printf("\nwhat the tracer captured from gelu(x) * g + b + x, run as a %s:\n%s",

@@ -63,8 +63,9 @@ inline constexpr bool kCompiledFor = Op::types == Types::All ||
 
 #if !defined(__CUDA_ARCH__)
 /// The vectorisable float32 math of chapter 09's fused kernels (common/src/fusion/fused_math.inc):
-/// tiny_expf, tiny_logf, tiny_tanhf, tiny_erff, tiny_geluf, tiny_log1pf, tiny_expm1f. The eager CPU loops
-/// call the same code as the generated kernels, so eager and fused results agree bit for bit.
+/// tiny_expf, tiny_logf, tiny_tanhf, tiny_erff, tiny_geluf, tiny_log1pf, tiny_expm1f. The eager
+/// CPU loops call the same code as the generated kernels, so eager and fused results agree bit
+/// for bit.
 namespace vec {
 #include "fusion/fused_math.inc"
 }  // namespace vec
