@@ -104,7 +104,7 @@ TINY_MATH_FUNCTIONS(TINY_USING_STD)
 TINY_VECTOR_MATH_FUNCTIONS(TINY_VECTOR_FN)
 #undef TINY_VECTOR_FN
 /// GELU, x Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2: PyTorch's formula on the device and
-/// in float64; on the host in float32, fused_math.inc's one-polynomial version, half the work.
+/// in float64; on the host in float32, fused_math.inc's one polynomial, about half the work.
 template <typename T> TINY_HD T gelu_formula(T x) {
   return x * T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)));
 }
