@@ -145,6 +145,7 @@ TINY_VS_TORCH(GeluScaleShiftAdd, tiny::gelu(in.x) * in.g + in.b + in.x,
               torch::gelu(in.tx) * in.tg + in.tb + in.tx);
 TINY_VS_TORCH(ScaleShiftAdd, in.x * in.g + in.b + in.x, in.tx * in.tg + in.tb + in.tx);
 TINY_VS_TORCH(Add, in.x + in.y, in.tx + in.ty);
+TINY_VS_TORCH(MulRow, in.x * in.g, in.tx * in.tg);
 TINY_VS_TORCH(AddTransposed, in.x.T() + in.y, in.tx.t() + in.ty);
 TINY_VS_TORCH(SumLastDim, in.x.sum({1}), in.tx.sum({1}));
 TINY_VS_TORCH(SumFirstDim, in.x.sum({0}), in.tx.sum({0}));

@@ -29,6 +29,13 @@ struct ThreadsGuard {
   ~ThreadsGuard() { set_num_threads(saved); }
 };
 
+// Puts back whether the vector math streams its large results (isa.h), which a test below sets
+// both ways: each processor has its own default, and both must give the same bits everywhere.
+struct VectorMathStreamingGuard {
+  bool saved = detail::cpu::vector_math_streams();
+  ~VectorMathStreamingGuard() { detail::cpu::set_vector_math_streams(saved); }
+};
+
 // fn() on one thread and on two: the two results must be the same bits (element_bytes also
 // compares -0.0 and NaN payloads), and a layout, shape and dtype the same.
 template <typename F> ::testing::AssertionResult same_on_1_and_2_threads(F&& fn) {
@@ -248,10 +255,12 @@ TEST(Parallel, ElementwiseOpsGiveTheSameBitsOnOneAndTwoThreads) {
 }
 
 // Float32 results of kStreamBytes or more go to memory with streaming stores, in blocks of
-// kStreamBlock computed into a buffer first (cpu/elementwise.h). Here the destination starts 3
-// elements past a 64-byte boundary (so the first elements are written the ordinary way) and its
-// rows are not whole blocks; the elements around it must stay NaN, and every element must be
-// the exact sum (two floats' sum rounded once, computed in float64), on one and on two threads.
+// kStreamBlock computed into a buffer first (cpu/elementwise.h), by the block loop of the
+// processor's instruction set or, asked for here too, the plain x86-64 one. The destination
+// starts 3 elements past a 64-byte boundary (so the first elements are written the ordinary
+// way) and its rows are not whole blocks; the elements around it must stay NaN, and every
+// element must be the exact sum (two floats' sum rounded once, computed in float64), on one and
+// on two threads.
 TEST(Parallel, LargeFloat32ResultsWrittenAroundTheCachesAreExact) {
   TINY_SEEDED(rng);
   const int64_t big = detail::kStreamBytes / 4 + 4099;  // elements: just over the threshold
@@ -260,29 +269,35 @@ TEST(Parallel, LargeFloat32ResultsWrittenAroundTheCachesAreExact) {
     const Tensor x = random_values(rng, shape).to(kFloat32), y = random_values(rng, shape).to(kFloat32);
     const int64_t n = x.numel();
     ThreadsGuard guard;
-    for (int threads : {1, 2}) {
-      set_num_threads(threads);
-      Tensor buffer = full({n + 16}, NAN, kFloat32);  // 64-byte aligned, like every allocation
-      Tensor out = buffer.narrow(0, 3, n).view(shape);
-      add_out(out, x, y);
-      const float* b = buffer.data<float>();
-      const float *px = x.data<float>(), *py = y.data<float>();
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < n; ++i)
-        wrong += b[3 + i] != static_cast<float>(double(px[i]) + double(py[i]));
-      EXPECT_EQ(wrong, 0) << threads << " thread(s)";
-      for (int64_t i : {int64_t(0), int64_t(1), int64_t(2), n + 3, n + 15})
-        EXPECT_TRUE(std::isnan(b[i])) << "element " << i << " outside the destination was written";
-      // The same through an allocating op and a broadcast row, against the same reference.
-      const Tensor row = y.dim() == 2 ? y.select(0, 0) : y;
-      const Tensor z = mul(x, row);
-      const float* pr = row.data<float>();
-      const int64_t cols = row.numel();
-      wrong = 0;
-      for (int64_t i = 0; i < n; ++i)
-        wrong += z.data<float>()[i] != static_cast<float>(double(px[i]) * double(pr[i % cols]));
-      EXPECT_EQ(wrong, 0) << threads << " thread(s)";
-    }
+    using detail::cpu::Isa;
+    for (const Isa isa : {Isa::Avx512, Isa::Baseline})
+      for (int threads : {1, 2}) {
+        const Isa before = detail::cpu::set_cpu_isa(isa);
+        SCOPED_TRACE(detail::cpu::isa_name(detail::cpu::cpu_isa()));
+        set_num_threads(threads);
+        Tensor buffer = full({n + 16}, NAN, kFloat32);  // 64-byte aligned, like every allocation
+        Tensor out = buffer.narrow(0, 3, n).view(shape);
+        add_out(out, x, y);
+        const float* b = buffer.data<float>();
+        const float *px = x.data<float>(), *py = y.data<float>();
+        int64_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i)
+          wrong += b[3 + i] != static_cast<float>(double(px[i]) + double(py[i]));
+        EXPECT_EQ(wrong, 0) << threads << " thread(s)";
+        for (int64_t i : {int64_t(0), int64_t(1), int64_t(2), n + 3, n + 15})
+          EXPECT_TRUE(std::isnan(b[i]))
+              << "element " << i << " outside the destination was written";
+        // The same through an allocating op and a broadcast row, against the same reference.
+        const Tensor row = y.dim() == 2 ? y.select(0, 0) : y;
+        const Tensor z = mul(x, row);
+        const float* pr = row.data<float>();
+        const int64_t cols = row.numel();
+        wrong = 0;
+        for (int64_t i = 0; i < n; ++i)
+          wrong += z.data<float>()[i] != static_cast<float>(double(px[i]) * double(pr[i % cols]));
+        EXPECT_EQ(wrong, 0) << threads << " thread(s)";
+        detail::cpu::set_cpu_isa(before);
+      }
   }
 }
 
@@ -291,8 +306,8 @@ TEST(Parallel, LargeFloat32ResultsWrittenAroundTheCachesAreExact) {
 // element must have the bits the same op gives it in a small tensor, which is computed the
 // ordinary way: results just over the threshold, whose parts are not whole blocks, of one input
 // (gelu, exp, tanh), two (lerp) and three (lerp with a tensor of weights), on one and on two
-// threads; and lerp_out into a destination 5 elements past a 64-byte boundary, with NaN guards
-// around it.
+// threads, streamed and not; and lerp_out into a destination 5 elements past a 64-byte
+// boundary, with NaN guards around it.
 TEST(Parallel, LargeVectorMathResultsAreStreamedWithTheSameBits) {
   TINY_SEEDED(rng);
   const int64_t n = detail::kStreamBytes / 4 + 4099;
@@ -319,17 +334,28 @@ TEST(Parallel, LargeVectorMathResultsAreStreamedWithTheSameBits) {
     const auto* e = static_cast<const uint32_t*>(expected.data_ptr());
     // Each instruction set's copy of the loop (those this processor has), and two thread counts.
     using detail::cpu::Isa;
-    const std::vector<std::pair<Isa, int>> runs = {
-        {Isa::Avx512, 1}, {Isa::Avx512, 2}, {Isa::Avx2, 2}, {Isa::Baseline, 2}};
-    for (const auto& [isa, threads] : runs) {
+    struct Run {
+      Isa isa;
+      int threads;
+      bool streamed;
+    };
+    const std::vector<Run> runs = {{Isa::Avx512, 1, true},
+                                   {Isa::Avx512, 2, true},
+                                   {Isa::Avx2, 2, true},
+                                   {Isa::Baseline, 2, true},
+                                   {Isa::Avx512, 2, false}};
+    VectorMathStreamingGuard streaming;
+    for (const auto& [isa, threads, streamed] : runs) {
       const Isa before = detail::cpu::set_cpu_isa(isa);
       set_num_threads(threads);
+      detail::cpu::set_vector_math_streams(streamed);
       const Tensor result = op(x, y, w);
       const auto* r = static_cast<const uint32_t*>(result.data_ptr());
       int64_t wrong = 0;
       for (int64_t i = 0; i < n; ++i) wrong += r[i] != e[i];
       EXPECT_EQ(wrong, 0) << threads << " thread(s), "
-                          << detail::cpu::isa_name(detail::cpu::cpu_isa());
+                          << detail::cpu::isa_name(detail::cpu::cpu_isa())
+                          << (streamed ? ", streamed" : ", ordinary stores");
       if (name == "lerp (weights)") {
         Tensor buffer = full({n + 16}, NAN, kFloat32);
         lerp_out(buffer.narrow(0, 5, n), x, y, w);

@@ -13,7 +13,7 @@
 #include "isa.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace tiny::detail::cpu {
@@ -95,6 +95,18 @@ inline void stream_floats(float* o, const float* from, int64_t n) {
   std::copy(from, from + n, o);
 #endif
 }
+#if defined(__x86_64__) && defined(__GNUC__)
+// stream_floats with 32-byte stores, for the AVX2 and AVX-512 copies of the block loop
+// (streamed_row says why).
+__attribute__((target("avx2"))) inline void stream_floats_avx(float* o, const float* from,
+                                                              int64_t n) {
+  const auto address = reinterpret_cast<uintptr_t>(o);
+  int64_t i = std::min<int64_t>(n, static_cast<int64_t>((32 - address % 32) % 32 / 4));
+  for (int64_t j = 0; j < i; ++j) o[j] = from[j];
+  for (; i + 8 <= n; i += 8) _mm256_stream_ps(o + i, _mm256_loadu_ps(from + i));
+  for (; i < n; ++i) o[i] = from[i];
+}
+#endif
 inline void stream_fence() {
 #if defined(__x86_64__) && defined(__SSE2__)
   _mm_sfence();
@@ -113,7 +125,7 @@ inline void stream_fence() {
 // 15.6, 12.2, 14.0 and 11.0 ms. The loop is compiled into each instruction set's copy below, as
 // the row loops are, so that an op's constants (an erf's thirty coefficients) are set up once
 // per row rather than once per block.
-template <typename In, typename Op, typename... P>
+template <bool Wide, typename In, typename Op, typename... P>
 __attribute__((always_inline)) inline void stream_blocks(float* o, int64_t n, const Op& op,
                                                          const P*... p) {
   constexpr int kParts = kStreamParts;
@@ -124,24 +136,32 @@ __attribute__((always_inline)) inline void stream_blocks(float* o, int64_t n, co
 #pragma GCC unroll 4
       for (int k = 0; k < kParts; ++k) block[k][j] = float(op(M<In>(p[k * part + i + j])...));
     }
-    for (int k = 0; k < kParts; ++k) stream_floats(o + k * part + i, block[k], kStreamBlock);
+    for (int k = 0; k < kParts; ++k) {
+#if defined(__x86_64__) && defined(__GNUC__)
+      if constexpr (Wide) {
+        stream_floats_avx(o + k * part + i, block[k], kStreamBlock);
+        continue;
+      }
+#endif
+      stream_floats(o + k * part + i, block[k], kStreamBlock);
+    }
   }
   for (int64_t i = kParts * part; i < n; ++i) o[i] = float(op(M<In>(p[i])...));
 }
 template <typename In, typename Op, typename... P>
 void stream_blocks_plain(float* o, int64_t n, const Op& op, const P*... p) {
-  stream_blocks<In>(o, n, op, p...);
+  stream_blocks<false, In>(o, n, op, p...);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 template <typename In, typename Op, typename... P>
 __attribute__((target("avx2,fma"))) void stream_blocks_avx2(float* o, int64_t n, const Op& op,
                                                             const P*... p) {
-  stream_blocks<In>(o, n, op, p...);
+  stream_blocks<true, In>(o, n, op, p...);
 }
 template <typename In, typename Op, typename... P>
 __attribute__((target(TINY_AVX512_TARGET))) void stream_blocks_avx512(float* o, int64_t n,
                                                                       const Op& op, const P*... p) {
-  stream_blocks<In>(o, n, op, p...);
+  stream_blocks<true, In>(o, n, op, p...);
 }
 #undef TINY_AVX512_TARGET
 #endif
@@ -151,6 +171,13 @@ __attribute__((target(TINY_AVX512_TARGET))) void stream_blocks_avx512(float* o, 
 // lines without first reading them (stream_blocks). The elements before the first 64-byte
 // boundary are written as row() writes them. The stores are fenced at the end, so that the row
 // is in memory before the thread reports it done.
+//
+// Every op's block loop, not only the vector math's, runs in the copy for the processor's
+// instructions, for its 32-byte streaming stores (the plain x86-64 copy has 16-byte ones). On
+// an AMD EPYC (Zen 4, AVX2 exposed), 4096 x 4096, one thread, in turns with libtorch
+// (bench_libtorch), the plain copy made x * g with g a row take 1.15-1.33 times libtorch's
+// time, and the chain x * g + b + x 1.19-1.23; the AVX2 copy 1.05-1.09 and 0.98-1.02. On two
+// threads the chain went from 1.00-1.01 to 0.89-0.93, and x + y from 0.87-0.94 to 0.81-0.88.
 template <typename In, typename Out, typename Op, typename... P>
 inline void streamed_row(Out* o, int64_t n, const Op& op, const P*... p) {
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -162,14 +189,10 @@ inline void streamed_row(Out* o, int64_t n, const Op& op, const P*... p) {
     o += head;
     n -= head;
 #if defined(__GNUC__)
-    if constexpr (Op::uses_fma) {
-      const Isa isa = cpu_isa();
-      if (isa == Isa::Avx512) stream_blocks_avx512<In>(o, n, op, (p + head)...);
-      else if (isa == Isa::Avx2) stream_blocks_avx2<In>(o, n, op, (p + head)...);
-      else stream_blocks_plain<In>(o, n, op, (p + head)...);
-    } else {
-      stream_blocks_plain<In>(o, n, op, (p + head)...);
-    }
+    const Isa isa = cpu_isa();
+    if (isa == Isa::Avx512) stream_blocks_avx512<In>(o, n, op, (p + head)...);
+    else if (isa == Isa::Avx2) stream_blocks_avx2<In>(o, n, op, (p + head)...);
+    else stream_blocks_plain<In>(o, n, op, (p + head)...);
 #else
     stream_blocks_plain<In>(o, n, op, (p + head)...);
 #endif
@@ -262,11 +285,18 @@ void loop(const Tensor& out, const Tensor* const* inputs, const Op& op) {
   constexpr int A = Op::arity;
   if (transposed_tiles<In, Out>(out, inputs, op)) return;
   Out* po = static_cast<Out*>(out.data_ptr());
-  // Large float32 results go to memory around the caches (streamed_row), the vector math (exp,
-  // erf, tanh, ...) too: streamed from four places at once in short blocks, its stores overlap
-  // its arithmetic (on 4096 x 4096, one thread, eager GELU went from 15.3 to 9.4 ms, add from
-  // 13.7 to 11.9: bench_elementwise on an Intel Xeon).
-  const bool streamed = std::is_same_v<Out, float> && out.is_contiguous() &&
+  // Large float32 results go to memory around the caches (streamed_row). The vector math (exp,
+  // erf, tanh, ...), bound by its arithmetic, is streamed from four places at once in short
+  // blocks so that its stores overlap its arithmetic; that is a win on Intel's cores and a
+  // small loss on AMD's, so there the processor's maker decides (vector_math_streams(), isa.h).
+  // On 4096 x 4096, one thread:
+  // - Intel Xeon (bench_elementwise): eager GELU went from 15.3 to 9.4 ms, add from 13.7 to 11.9;
+  // - AMD EPYC, Zen 4 with AVX2 exposed (bench_elementwise, medians of 3, two runs each):
+  //   streaming made exp take 13.2-13.4 ms against 12.3 with ordinary stores, and GELU 14.0-14.5
+  //   against 13.1; in turns with libtorch (bench_libtorch), GELU 0.87-0.90 of its time against
+  //   0.85-0.86, and exp 1.06-1.09 against 1.03-1.05.
+  const bool streamed = (!Op::uses_fma || vector_math_streams()) && std::is_same_v<Out, float> &&
+                        out.is_contiguous() &&
                         out.numel() >= kStreamBytes / static_cast<int64_t>(sizeof(float));
   std::array<Tensor, A> copies;  // only for inputs copied into row order
   std::array<Strides, A> s;

@@ -48,7 +48,9 @@ Isa set_cpu_isa(Isa isa) {
   return chosen().exchange(isa < best ? isa : best);
 }
 
-bool sums_prefetch_ahead() {
+namespace {
+
+bool made_by_intel() {
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool intel = __builtin_cpu_is("intel");
   return intel;
@@ -56,6 +58,25 @@ bool sums_prefetch_ahead() {
   return false;
 #endif
 }
+
+// Intel's cores stream, unless TINY_STREAM_VECTOR_MATH is 0 or 1.
+std::atomic<bool>& vector_math_streaming() {
+  static std::atomic<bool> on{[] {
+    const char* want = std::getenv("TINY_STREAM_VECTOR_MATH");
+    if (want && std::strcmp(want, "0") == 0) return false;
+    if (want && std::strcmp(want, "1") == 0) return true;
+    return made_by_intel();
+  }()};
+  return on;
+}
+
+}  // namespace
+
+bool sums_prefetch_ahead() { return made_by_intel(); }
+
+bool vector_math_streams() { return vector_math_streaming().load(std::memory_order_relaxed); }
+
+bool set_vector_math_streams(bool on) { return vector_math_streaming().exchange(on); }
 
 const char* isa_name(Isa isa) {
   switch (isa) {

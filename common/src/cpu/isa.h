@@ -3,10 +3,11 @@
 //
 // The library is compiled for plain x86-64, so that one build runs on every such processor.
 // The loops that gain most from wider vectors and fused multiply-adds (the elementwise ops
-// whose math calls fma, cpu/elementwise.h) are compiled three times, and cpu_isa() says which
-// copy runs. Tests and benchmarks may ask for a lesser one (set_cpu_isa) to check that every
+// whose math calls fma, and every op's loop that streams a large result: cpu/elementwise.h)
+// are compiled three times, and cpu_isa() says which copy runs. Tests and benchmarks may ask for a lesser one (set_cpu_isa) to check that every
 // copy gives the same bits, or to time it; TINY_CPU_ISA=avx512|avx2|baseline in the
-// environment does the same for a whole run.
+// environment does the same for a whole run. Two choices follow the processor's maker rather
+// than its instructions: whether sums prefetch, and whether the vector math streams.
 #pragma once
 
 namespace tiny::detail::cpu {
@@ -30,5 +31,17 @@ const char* isa_name(Isa isa);
 /// Whether a sum along memory asks for the data a page ahead of what it adds. Intel's cores
 /// want it, AMD's do not (cpu/reduce.cpp has the measurements), so it follows the vendor.
 bool sums_prefetch_ahead();
+
+/// Whether the large float32 results of the ops compiled with fused multiply-adds (the vector
+/// math: exp, erf, tanh, ...) go to memory with streaming stores, as every other op's do
+/// (cpu/elementwise.h). It changes the time, never the bits. These ops are bound by their
+/// arithmetic; streaming their results is a win on Intel's cores and a small loss on AMD's (the
+/// measurements are in cpu/elementwise.h), so it follows the processor's maker, unless
+/// TINY_STREAM_VECTOR_MATH=1 or 0 in the environment says otherwise.
+bool vector_math_streams();
+
+/// Makes vector_math_streams() return `on`; returns what it returned before. For tests and
+/// benchmarks, as set_cpu_isa is.
+bool set_vector_math_streams(bool on);
 
 }  // namespace tiny::detail::cpu
