@@ -456,6 +456,18 @@ TEST(Parallel, SumsGiveTheSameBitsOnOneAndTwoThreadsAndMatchFloat64) {
                      (list.empty() ? std::string("all") : format_tuple(list)));
         auto run = [&] { return list.empty() ? sum(x) : sum(x, list); };
         ASSERT_TRUE(same_on_1_and_2_threads(run));
+        // The plain x86-64 copy of the sum loops (and the AVX2 one, on a processor with
+        // AVX-512) must give the bits of the copy the processor runs: the same lanes, the same
+        // order, written by the compiler in one and by hand in another (cpu/reduce.cpp).
+        const std::string best = element_bytes(run());
+        using detail::cpu::Isa;
+        for (const Isa isa : {Isa::Baseline, Isa::Avx2}) {
+          if (isa >= detail::cpu::detected_isa()) continue;
+          const Isa before = detail::cpu::set_cpu_isa(isa);
+          const std::string lesser = element_bytes(run());
+          detail::cpu::set_cpu_isa(before);
+          EXPECT_TRUE(lesser == best) << detail::cpu::isa_name(isa) << " copy differs";
+        }
         if (is_floating(dt)) {
           EXPECT_TRUE(
               same_on_1_and_2_threads([&] { return list.empty() ? mean(x) : mean(x, list); }));

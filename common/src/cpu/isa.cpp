@@ -72,7 +72,9 @@ std::atomic<bool>& vector_math_streaming() {
 
 }  // namespace
 
-bool sums_prefetch_ahead() { return made_by_intel(); }
+SumPrefetch sum_prefetch() {
+  return made_by_intel() ? SumPrefetch::EveryLine : SumPrefetch::NextPage;
+}
 
 bool vector_math_streams() { return vector_math_streaming().load(std::memory_order_relaxed); }
 

@@ -7,7 +7,7 @@
 // are compiled three times, and cpu_isa() says which copy runs. Tests and benchmarks may ask for a lesser one (set_cpu_isa) to check that every
 // copy gives the same bits, or to time it; TINY_CPU_ISA=avx512|avx2|baseline in the
 // environment does the same for a whole run. Two choices follow the processor's maker rather
-// than its instructions: whether sums prefetch, and whether the vector math streams.
+// than its instructions: how sums prefetch, and whether the vector math streams.
 #pragma once
 
 namespace tiny::detail::cpu {
@@ -28,9 +28,12 @@ Isa set_cpu_isa(Isa isa);
 /// "avx512", "avx2" or "baseline".
 const char* isa_name(Isa isa);
 
-/// Whether a sum along memory asks for the data a page ahead of what it adds. Intel's cores
-/// want it, AMD's do not (cpu/reduce.cpp has the measurements), so it follows the vendor.
-bool sums_prefetch_ahead();
+/// How a sum along memory asks for its data before it adds it (a hint: the time changes, never
+/// the bits). Intel's cores gain from asking for a line a page (4 KiB) ahead of every line they
+/// add; AMD's lose by that, but gain from asking once per page for the first line of the next
+/// one. cpu/reduce.cpp has the measurements; the choice follows the processor's maker.
+enum class SumPrefetch { EveryLine, NextPage };
+SumPrefetch sum_prefetch();
 
 /// Whether the large float32 results of the ops compiled with fused multiply-adds (the vector
 /// math: exp, erf, tanh, ...) go to memory with streaming stores, as every other op's do

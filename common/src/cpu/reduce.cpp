@@ -16,12 +16,17 @@
 // one thread. Within one row the order of additions is fixed by the row alone, never by the
 // threads.
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
 #include "../internal.h"
 #include "cpu.h"
 #include "isa.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 namespace tiny::detail::cpu {
 
@@ -50,22 +55,39 @@ template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::
 #define TINY_ALWAYS_INLINE inline
 #endif
 
-// Whether the loop asks for the line a page (4 KiB) ahead of what it adds depends on the
-// processor's maker (sums_prefetch_ahead(), isa.h); the answer changes the time, never the bits.
-// On an AMD EPYC (Zen 4) the hardware prefetcher keeps up with a row read at a steady stride,
-// and asking made the whole-tensor sum of 4096 x 4096 float32 10-35% slower (bench_libtorch,
-// one thread, in turns with a build without it) and the last-dimension sum 5-15% slower. On an
-// Intel Xeon with a 480 MiB L3 (the input in the cache) it made both about 12% faster: the
-// last-dimension sum went from 1.13 to 0.99 times libtorch's time on one thread, 1.14 to 0.97 on
-// two, medians of five.
+// How the loop asks for its data ahead (sum_prefetch(), isa.h) depends on the processor's maker;
+// the answer changes the time, never the bits. Measured on the sum over the last dimension of
+// 4096 x 4096 float32 (bench_libtorch, one thread, in turns with the other build):
+// - On an Intel Xeon with a 480 MiB L3 (the input in the cache), a line 4 KiB ahead of every
+//   line added made the sum about 12% faster: 1.13 to 0.99 times libtorch's time on one thread,
+//   1.14 to 0.97 on two, medians of five.
+// - On an AMD EPYC (Zen 4), that made the whole-tensor sum 10-35% slower and the last-dimension
+//   sum 5-15% slower. But the hardware prefetcher there stops at each 4 KiB page, and a row of
+//   4096 floats spans four: asking once per page for the first line of the next page (the
+//   address 4 KiB ahead is always in the next page) let it start the next page sooner. With
+//   the AVX2 loop below, it took the last-dimension sum from 1.11-1.19 to 0.99-1.03 times
+//   libtorch's time on one thread, and the whole-tensor sum from 1.10-1.18 to 0.95-0.98.
 constexpr int64_t kPrefetchBytes = 4096;
 
+// Asks for the line kPrefetchBytes past x[i], as policy P says, where i is a multiple of kLanes.
+// The address is only a hint: it may lie past the end of the tensor, so it is formed as an
+// integer, never as a pointer into memory the tensor does not own.
+template <SumPrefetch P, typename T>
+TINY_ALWAYS_INLINE void prefetch_for_sum(const T* x, int64_t i) {
+  const auto ahead =
+      reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x + i) + kPrefetchBytes);
+  if constexpr (P == SumPrefetch::EveryLine) {
+    __builtin_prefetch(ahead);
+  } else if (i * static_cast<int64_t>(sizeof(T)) % kPrefetchBytes == 0) {
+    __builtin_prefetch(ahead);
+  }
+}
+
 // acc[k] += x[i + k] for k < 16, over n elements (a multiple of 16).
-template <bool Prefetch, typename Acc, typename T>
+template <bool Prefetch, SumPrefetch P, typename Acc, typename T>
 TINY_ALWAYS_INLINE void add_lanes_body(Acc (&acc)[kLanes], const T* x, int64_t n) {
   for (int64_t i = 0; i < n; i += kLanes) {
-    if constexpr (Prefetch)
-      __builtin_prefetch(reinterpret_cast<const char*>(x + i) + kPrefetchBytes);
+    if constexpr (Prefetch) prefetch_for_sum<P>(x, i);
     for (int64_t k = 0; k < kLanes; ++k)
       acc[k] += static_cast<Acc>(static_cast<opmath_t<T>>(x[i + k]));
   }
@@ -99,16 +121,38 @@ TINY_ALWAYS_INLINE void add_rows_body(Acc* s, const T* x, int64_t row_step, int6
 
 template <typename Acc, typename T>
 void add_lanes_portable(Acc (&acc)[kLanes], const T* x, int64_t n) {
-  add_lanes_body<false>(acc, x, n);
+  add_lanes_body<false, SumPrefetch::EveryLine>(acc, x, n);
 }
 template <typename Acc, typename T>
 void add_rows_portable(Acc* s, const T* x, int64_t row_step, int64_t rows, int64_t n) {
   add_rows_body(s, x, row_step, rows, n);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
-template <bool Prefetch, typename Acc, typename T>
+template <SumPrefetch P, typename Acc, typename T>
 __attribute__((target("avx2"))) void add_lanes_avx2(Acc (&acc)[kLanes], const T* x, int64_t n) {
-  add_lanes_body<Prefetch>(acc, x, n);
+  add_lanes_body<true, P>(acc, x, n);
+}
+// float32 into float64 lanes, the loop of every float32 sum, written out for AVX2: the lanes
+// are four vectors of four doubles, and each takes its four floats straight from memory
+// (vcvtps2pd ymm, m128). From the loop above the compiler loads eight floats at a time and
+// splits them, an extra instruction per eight that cost 5% of the time of a row loop here (AMD
+// EPYC, medians of 100 rounds in turns). Same lanes, same order, same bits.
+template <SumPrefetch P>
+__attribute__((target("avx2"))) void add_float_lanes_avx2(double (&acc)[kLanes], const float* x,
+                                                          int64_t n) {
+  __m256d a0 = _mm256_loadu_pd(acc), a1 = _mm256_loadu_pd(acc + 4);
+  __m256d a2 = _mm256_loadu_pd(acc + 8), a3 = _mm256_loadu_pd(acc + 12);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    prefetch_for_sum<P>(x, i);
+    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)));
+    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 8)));
+    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm_loadu_ps(x + i + 12)));
+  }
+  _mm256_storeu_pd(acc, a0);
+  _mm256_storeu_pd(acc + 4, a1);
+  _mm256_storeu_pd(acc + 8, a2);
+  _mm256_storeu_pd(acc + 12, a3);
 }
 template <typename Acc, typename T>
 __attribute__((target("avx2"))) void add_rows_avx2(Acc* s, const T* x, int64_t row_step,
@@ -120,10 +164,10 @@ __attribute__((target("avx2"))) void add_rows_avx2(Acc* s, const T* x, int64_t r
 #else
 #define TINY_AVX512_TARGET "avx512f,avx512dq,avx512bw,avx512vl,avx2,prefer-vector-width=512"
 #endif
-template <bool Prefetch, typename Acc, typename T>
+template <SumPrefetch P, typename Acc, typename T>
 __attribute__((target(TINY_AVX512_TARGET))) void add_lanes_avx512(Acc (&acc)[kLanes], const T* x,
                                                                   int64_t n) {
-  add_lanes_body<Prefetch>(acc, x, n);
+  add_lanes_body<true, P>(acc, x, n);
 }
 template <typename Acc, typename T>
 __attribute__((target(TINY_AVX512_TARGET))) void add_rows_avx512(Acc* s, const T* x,
@@ -137,11 +181,18 @@ __attribute__((target(TINY_AVX512_TARGET))) void add_rows_avx512(Acc* s, const T
 template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const Isa isa = cpu_isa();
-  const bool ahead = sums_prefetch_ahead();
+  const bool every_line = sum_prefetch() == SumPrefetch::EveryLine;
   if (isa == Isa::Avx512)
-    return ahead ? add_lanes_avx512<true>(acc, x, n) : add_lanes_avx512<false>(acc, x, n);
-  if (isa == Isa::Avx2)
-    return ahead ? add_lanes_avx2<true>(acc, x, n) : add_lanes_avx2<false>(acc, x, n);
+    return every_line ? add_lanes_avx512<SumPrefetch::EveryLine>(acc, x, n)
+                      : add_lanes_avx512<SumPrefetch::NextPage>(acc, x, n);
+  if (isa == Isa::Avx2) {
+    if constexpr (std::is_same_v<Acc, double> && std::is_same_v<T, float>)
+      return every_line ? add_float_lanes_avx2<SumPrefetch::EveryLine>(acc, x, n)
+                        : add_float_lanes_avx2<SumPrefetch::NextPage>(acc, x, n);
+    else
+      return every_line ? add_lanes_avx2<SumPrefetch::EveryLine>(acc, x, n)
+                        : add_lanes_avx2<SumPrefetch::NextPage>(acc, x, n);
+  }
 #endif
   add_lanes_portable(acc, x, n);
 }
