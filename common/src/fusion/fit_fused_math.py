@@ -14,7 +14,7 @@ absorb it.
     python3 common/src/fusion/fit_fused_math.py          # prints the polynomials
     python3 common/src/fusion/fit_fused_math.py --check  # and fails unless the .inc has them
 
-The printed Horner expressions are the ones in fused_math.inc, letter for letter apart from
+The printed calls (Horner's rule; tiny_poly15 for degree 15) are the ones in fused_math.inc, letter for letter apart from
 whitespace. The accuracy of the finished functions is measured by tests/fused_math_test.cpp.
 """
 import os
@@ -78,8 +78,10 @@ def float_literal(v):
 
 
 def poly_call(var, coeffs):
-    """tiny_poly(v, c0, c1, ..., cn): Horner's rule, the form fused_math.inc evaluates."""
-    return f"tiny_poly({var}, " + ", ".join(float_literal(c) for c in coeffs) + ")"
+    """tiny_poly(v, c0, c1, ..., cn), the call fused_math.inc makes: Horner's rule, or for
+    degree 15 tiny_poly15, whose top eight terms go by Estrin's scheme."""
+    name = "tiny_poly15" if len(coeffs) == 16 else "tiny_poly"
+    return f"{name}({var}, " + ", ".join(float_literal(c) for c in coeffs) + ")"
 
 
 def powers(x, degree):
@@ -136,7 +138,7 @@ def main():
     missing = 0
     for name, var, coeffs, err in fits():
         text = poly_call(var, coeffs)
-        # Horner's form, as the call fused_math.inc makes.
+        # The call as fused_math.inc makes it.
         found = re.sub(r"\s+", "", text) in source
         missing += not found
         note = "" if found else "  (NOT in fused_math.inc)"
