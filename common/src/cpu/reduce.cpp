@@ -66,7 +66,9 @@ template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::
 //   4096 floats spans four: asking once per page for the first line of the next page (the
 //   address 4 KiB ahead is always in the next page) let it start the next page sooner. With
 //   the AVX2 loop below, it took the last-dimension sum from 1.11-1.19 to 0.99-1.03 times
-//   libtorch's time on one thread, and the whole-tensor sum from 1.10-1.18 to 0.95-0.98.
+//   libtorch's time on one thread while the machine was quiet, and the whole-tensor sum from
+//   1.10-1.18 to 0.95-0.98. With other work on the host, both builds fell behind libtorch,
+//   whose float32 loop has fewer instructions per byte: 1.20-1.36 before, 1.07-1.32 after.
 constexpr int64_t kPrefetchBytes = 4096;
 
 // Asks for the line kPrefetchBytes past x[i], as policy P says, where i is a multiple of kLanes.
