@@ -32,6 +32,9 @@ constexpr int64_t kStreamBytes = int64_t(8) << 20;
 /// (fusion/codegen.cpp), and they read four rows at a time.
 constexpr int64_t kStreamBlock = 32;
 constexpr int kStreamParts = 4;
+/// A row is walked from kStreamParts places only where each part would be at least this many
+/// elements (16 KiB of float32, four pages); a shorter row is walked from one place.
+constexpr int64_t kStreamLongPart = 4096;
 
 /// Converts one element between C++ element types the way PyTorch casts: through the source's
 /// arithmetic type; to bool means "not zero". A float to an integer type truncates; NaN, the
