@@ -130,7 +130,8 @@ inline void stream_fence() {
 // one place instead: its kStreamParts blocks side by side are consecutive. Cut into four parts,
 // a row of 4096 floats is four streams a page long each, and a hardware prefetcher that stops
 // at every 4 KiB page (AMD's Zen 4) never gets going on any of them: on 4096 x 4096, one thread,
-// x * g took 1.22-1.25 times libtorch's time that way (bench_libtorch).
+// x * g took 1.17-1.25 times libtorch's time that way, and 0.91-1.01 from one place
+// (bench_libtorch, in turns with a build of the four-place loop).
 template <bool Wide, typename In, typename Op, typename... P>
 __attribute__((always_inline)) inline void stream_blocks(float* o, int64_t n, const Op& op,
                                                          const P*... p) {

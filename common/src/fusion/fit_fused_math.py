@@ -14,8 +14,8 @@ absorb it.
     python3 common/src/fusion/fit_fused_math.py          # prints the polynomials
     python3 common/src/fusion/fit_fused_math.py --check  # and fails unless the .inc has them
 
-The printed calls (Horner's rule; tiny_poly15 for degree 15) are the ones in fused_math.inc, letter for letter apart from
-whitespace. The accuracy of the finished functions is measured by tests/fused_math_test.cpp.
+The printed calls (Horner's rule; tiny_poly15 for degree 15) are the ones in fused_math.inc,
+letter for letter apart from whitespace. The accuracy of the finished functions is measured by tests/fused_math_test.cpp.
 """
 import os
 import re
