@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "cpu/cpu.h"
 #include "cpu/isa.h"
 #include "tiny/tiny.h"
 
@@ -14,6 +15,8 @@ inline void add_tiny_context() {
   benchmark::AddCustomContext("tiny matmul", tiny::matmul_backend_description());
   // The instruction set the elementwise loops and sums run (TINY_CPU_ISA may ask for less).
   benchmark::AddCustomContext("tiny cpu isa", tiny::detail::cpu::isa_name(tiny::detail::cpu::cpu_isa()));
+  // Whether blocks of 2 MiB and more are offered for huge pages (TINY_HUGE_PAGES=1).
+  benchmark::AddCustomContext("tiny huge pages", tiny::detail::cpu::huge_pages() ? "on" : "off");
   const char* core = std::getenv("OPENBLAS_CORETYPE");
   benchmark::AddCustomContext("OPENBLAS_CORETYPE", core ? core : "(unset)");
 }

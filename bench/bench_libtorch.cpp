@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "bench_common.h"
@@ -161,8 +162,15 @@ int main(int argc, char** argv) {
   // next op wants it; the library's own pool sleeps between loops. libgomp reads OMP_WAIT_POLICY
   // once, when it loads, so where it is unset the program starts itself again with PASSIVE: each
   // library then has the cores to itself while its own op runs.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  // Likewise glibc reads GLIBC_TUNABLES once: where the library is asked for huge pages
+  // (TINY_HUGE_PAGES=1), libtorch's blocks, which come from glibc's malloc, get them too
+  // (glibc.malloc.hugetlb=1), so that neither side is measured on faster memory than the other.
+  const char* huge = std::getenv("TINY_HUGE_PAGES");
+  const bool huge_for_torch =
+      huge != nullptr && std::strcmp(huge, "1") == 0 && std::getenv("GLIBC_TUNABLES") == nullptr;
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr || huge_for_torch) {
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    if (huge_for_torch) setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: measure as we are
   }
   // Keep freed blocks in the process (see the top of this file): no block gets a mapping of its
@@ -172,6 +180,8 @@ int main(int argc, char** argv) {
   add_tiny_context();
   benchmark::AddCustomContext("libtorch", TORCH_VERSION);
   benchmark::AddCustomContext("OMP_WAIT_POLICY", std::getenv("OMP_WAIT_POLICY"));
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  benchmark::AddCustomContext("GLIBC_TUNABLES", tunables ? tunables : "(unset)");
   // libtorch's kernels for an instruction set are picked as the library's are: the best the
   // processor has, or a lesser one named by ATEN_CPU_CAPABILITY (default, avx2, avx512), the
   // counterpart of TINY_CPU_ISA. Holding both to avx2 shows what a machine without AVX-512 sees.

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "cpu/cpu.h"
 #include "test_util.h"
 #include "tiny/tiny.h"
 
@@ -293,6 +294,59 @@ TEST(Memory, AddressSanitizerSeesThroughTheCache) {
   EXPECT_EQ(b.data<float>(), first);  // the same cached block
   EXPECT_EQ(read_float(b.data<float>() + 15), 2.0f);
 #endif
+}
+
+// The flags the kernel keeps for the mapping that holds `address` (the VmFlags line of
+// /proc/self/smaps: "hg" marks memory offered for transparent huge pages), or "" if none does.
+std::string mapping_flags(const void* address) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = lo <= a && a < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line.substr(8) + " ";
+    }
+  }
+  return "";
+}
+
+// TINY_HUGE_PAGES=1 (set_huge_pages here): blocks of 2 MiB or more start on a 2 MiB boundary and
+// are offered to the kernel for transparent huge pages; whether it grants them is the machine's
+// business, so only the request is checked. Smaller blocks, and every block without the switch,
+// are left alone.
+TEST(Memory, LargeBlocksAskForHugePagesWhenSwitchedOn) {
+  struct Restore {
+    bool saved = detail::cpu::set_huge_pages(false);
+    ~Restore() {
+      detail::cpu::set_huge_pages(saved);
+      empty_cache();
+    }
+  } restore;
+  const bool kernel_has_thp = std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
+  empty_cache();  // every block below comes fresh from the system
+  const int64_t floats = (int64_t(3) << 20) / 4 + 5;  // 3 MiB and a little: an odd size class
+  {
+    Tensor plain = empty({floats});
+    EXPECT_EQ(mapping_flags(plain.data_ptr()).find(" hg "), std::string::npos);
+  }
+  empty_cache();
+  detail::cpu::set_huge_pages(true);
+  Tensor big = empty({floats});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big.data_ptr()) % (uintptr_t(2) << 20), 0u);
+  if (kernel_has_thp) {
+    EXPECT_NE(mapping_flags(big.data_ptr()).find(" hg "), std::string::npos);
+  }
+  Tensor small = empty({1000});  // 4000 bytes: an ordinary block
+  EXPECT_EQ(mapping_flags(small.data_ptr()).find(" hg "), std::string::npos);
+  // The memory is ordinary memory in every other way.
+  big.fill_(1.5);
+  EXPECT_EQ(big.sum().item<double>(), 1.5 * double(floats));
 }
 
 // The fixture's step_memory model (1024 -> 4096 -> ReLU -> 1024, AdamW, batch 64): the four

@@ -1,6 +1,9 @@
 // cpu/backend.cpp: the CPU's row of the backend table (backend.h), and the small pieces of it
 // that have no file of their own: raw memory, zeroing, and where().
 #include <cstdlib>
+#include <sys/mman.h>
+
+#include <atomic>
 #include <cstring>
 
 #include "../cuda_backend.h"
@@ -17,11 +20,35 @@ namespace {
 // size to a multiple of this.
 constexpr size_t kAlignment = 64;
 
+// Large blocks start on a 2 MiB boundary and are offered to the kernel for transparent huge
+// pages (huge_pages(), cpu.h, says why and when).
+constexpr size_t kHugePage = size_t(2) << 20;
+
+std::atomic<bool>& huge_pages_wanted() {
+  static std::atomic<bool> on{[] {
+    const char* want = std::getenv("TINY_HUGE_PAGES");
+    return want != nullptr && std::strcmp(want, "1") == 0;
+  }()};
+  return on;
+}
+
 void* allocate(size_t nbytes, int, bool pinned) {
   // Page-locked memory comes from the CUDA driver (which is what can lock pages for a GPU's copy
   // engines); without one, cuda::pinned_malloc raises the driver's reason.
   if (pinned) return cuda::pinned_malloc(nbytes);
-  return std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded < nbytes) return nullptr;  // the caller reports it as out of memory
+  if (nbytes >= kHugePage && huge_pages()) {
+    // posix_memalign, unlike aligned_alloc, takes a size that is not a multiple of the
+    // alignment. Only the whole 2 MiB pieces of the block are advised: the piece past them may
+    // share its last page with another block. The advice may go unheeded (huge pages switched
+    // off, or none to spare), and then the block keeps its 4 KiB pages: nothing to report.
+    void* p = nullptr;
+    if (posix_memalign(&p, kHugePage, rounded) != 0) return nullptr;
+    madvise(p, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);
+    return p;
+  }
+  return std::aligned_alloc(kAlignment, rounded);
 }
 
 void release(void* ptr, int, bool pinned) {
@@ -34,6 +61,10 @@ void zero_bytes(void* ptr, size_t nbytes, int) { std::memset(ptr, 0, nbytes); }
 void synchronize(int) {}  // CPU work is done when the call returns
 
 }  // namespace
+
+bool huge_pages() { return huge_pages_wanted().load(std::memory_order_relaxed); }
+
+bool set_huge_pages(bool on) { return huge_pages_wanted().exchange(on); }
 
 void where(const Tensor& out, const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Shape& shape = out.shape();

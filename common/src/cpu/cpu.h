@@ -22,4 +22,16 @@ void max_rows(const Tensor& values, const Tensor& indices, const Tensor& rows); 
 void matmul(const Tensor& out, const Tensor& a, const Tensor& b);                // cpu/matmul.cpp
 void optimizer_update(const UpdateArgs& args);                                   // cpu/optim.cpp
 
+// Whether the CPU's blocks of 2 MiB and more start on a 2 MiB boundary and are offered to the
+// kernel for transparent huge pages (madvise MADV_HUGEPAGE): off unless TINY_HUGE_PAGES=1, as
+// PyTorch's THP_MEM_ALLOC_ENABLE=1 is. One 2 MiB page stands for 512 of 4 KiB, so a pass over a
+// large tensor misses the TLB far less often (each miss is dearer in a virtual machine, whose
+// page walks go through two tables), and the hardware prefetcher, which stops at each 4 KiB
+// page, runs on. It is an option, not the default, for PyTorch's reasons: finding a free huge
+// page can make the kernel compact memory inside the allocation that asked. The README's
+// benchmark section has what it measured. set_huge_pages returns the old answer; blocks already
+// obtained (the cache's too) keep the pages they had (cpu/backend.cpp).
+bool huge_pages();
+bool set_huge_pages(bool on);
+
 }  // namespace tiny::detail::cpu

@@ -1,6 +1,8 @@
 // cpu/isa.cpp: the run-time choice of instruction set for the multiversioned CPU loops (isa.h).
 #include "isa.h"
 
+#include "cpu.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +75,8 @@ std::atomic<bool>& vector_math_streaming() {
 }  // namespace
 
 SumPrefetch sum_prefetch() {
-  return made_by_intel() ? SumPrefetch::EveryLine : SumPrefetch::NextPage;
+  if (made_by_intel()) return SumPrefetch::EveryLine;
+  return huge_pages() ? SumPrefetch::None : SumPrefetch::NextPage;
 }
 
 bool vector_math_streams() { return vector_math_streaming().load(std::memory_order_relaxed); }

@@ -31,8 +31,10 @@ const char* isa_name(Isa isa);
 /// How a sum along memory asks for its data before it adds it (a hint: the time changes, never
 /// the bits). Intel's cores gain from asking for a line a page (4 KiB) ahead of every line they
 /// add; AMD's lose by that, but gain from asking once per page for the first line of the next
-/// one. cpu/reduce.cpp has the measurements; the choice follows the processor's maker.
-enum class SumPrefetch { EveryLine, NextPage };
+/// one, unless large blocks are in huge pages (huge_pages(), cpu.h), where asking at all was
+/// slower. cpu/reduce.cpp has the measurements; the choice follows the processor's maker and
+/// that switch.
+enum class SumPrefetch { EveryLine, NextPage, None };
 SumPrefetch sum_prefetch();
 
 /// Whether the large float32 results of the ops compiled with fused multiply-adds (the vector

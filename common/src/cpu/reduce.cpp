@@ -80,8 +80,8 @@ TINY_ALWAYS_INLINE void prefetch_for_sum(const T* x, int64_t i) {
       reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x + i) + kPrefetchBytes);
   if constexpr (P == SumPrefetch::EveryLine) {
     __builtin_prefetch(ahead);
-  } else if (i * static_cast<int64_t>(sizeof(T)) % kPrefetchBytes == 0) {
-    __builtin_prefetch(ahead);
+  } else if constexpr (P == SumPrefetch::NextPage) {
+    if (i * static_cast<int64_t>(sizeof(T)) % kPrefetchBytes == 0) __builtin_prefetch(ahead);
   }
 }
 
@@ -123,7 +123,7 @@ TINY_ALWAYS_INLINE void add_rows_body(Acc* s, const T* x, int64_t row_step, int6
 
 template <typename Acc, typename T>
 void add_lanes_portable(Acc (&acc)[kLanes], const T* x, int64_t n) {
-  add_lanes_body<false, SumPrefetch::EveryLine>(acc, x, n);
+  add_lanes_body<false, SumPrefetch::None>(acc, x, n);
 }
 template <typename Acc, typename T>
 void add_rows_portable(Acc* s, const T* x, int64_t row_step, int64_t rows, int64_t n) {
@@ -180,23 +180,26 @@ __attribute__((target(TINY_AVX512_TARGET))) void add_rows_avx512(Acc* s, const T
 #undef TINY_AVX512_TARGET
 #endif
 
-template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
+// The copy of the lane loop for the instruction set the processor runs, asking ahead as P says.
+template <SumPrefetch P, typename Acc, typename T>
+void add_lanes_prefetching(Acc (&acc)[kLanes], const T* x, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const Isa isa = cpu_isa();
-  const bool every_line = sum_prefetch() == SumPrefetch::EveryLine;
-  if (isa == Isa::Avx512)
-    return every_line ? add_lanes_avx512<SumPrefetch::EveryLine>(acc, x, n)
-                      : add_lanes_avx512<SumPrefetch::NextPage>(acc, x, n);
+  if (isa == Isa::Avx512) return add_lanes_avx512<P>(acc, x, n);
   if (isa == Isa::Avx2) {
     if constexpr (std::is_same_v<Acc, double> && std::is_same_v<T, float>)
-      return every_line ? add_float_lanes_avx2<SumPrefetch::EveryLine>(acc, x, n)
-                        : add_float_lanes_avx2<SumPrefetch::NextPage>(acc, x, n);
-    else
-      return every_line ? add_lanes_avx2<SumPrefetch::EveryLine>(acc, x, n)
-                        : add_lanes_avx2<SumPrefetch::NextPage>(acc, x, n);
+      return add_float_lanes_avx2<P>(acc, x, n);
+    else return add_lanes_avx2<P>(acc, x, n);
   }
 #endif
   add_lanes_portable(acc, x, n);
+}
+template <typename Acc, typename T> void add_lanes(Acc (&acc)[kLanes], const T* x, int64_t n) {
+  switch (sum_prefetch()) {
+    case SumPrefetch::EveryLine: return add_lanes_prefetching<SumPrefetch::EveryLine>(acc, x, n);
+    case SumPrefetch::NextPage: return add_lanes_prefetching<SumPrefetch::NextPage>(acc, x, n);
+    case SumPrefetch::None: return add_lanes_prefetching<SumPrefetch::None>(acc, x, n);
+  }
 }
 template <typename Acc, typename T>
 void add_rows(Acc* s, const T* x, int64_t row_step, int64_t rows, int64_t n) {
