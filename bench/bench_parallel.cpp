@@ -5,7 +5,8 @@
 //                                bytes: it writes around the caches), scaled by bytes moved (the
 //                                add moves 3 arrays, the copy 2), and x_loop: a plain
 //                                c[i] = a[i] + b[i] loop split the same way, unscaled;
-//   sum over the last dim and the first: one read of the input (a float32 sum in 16 lanes);
+//   sum over the last dim and the first: one read of the input (a float32 sum in 16 lanes), and
+//                                the last-dim sum again on rows that fit in the L2 cache;
 //   x.T + y:                     a hand-tiled transpose fused with the add (tiles of 8 x 8, the
 //                                best of 8, 16 and 32 here), bands of rows across the threads;
 //   add of 1 x 8:                no floor, to compare with the library before threads.
@@ -129,6 +130,32 @@ void BM_SumAll(benchmark::State& state) {
       1.0);
 }
 
+// The same sum over the last dim on 32 rows (512 KiB, which stays in a core's L2 cache), 64
+// times per iteration: with memory out of the way, what its float64 lanes cost against a float32
+// read. A float is widened to a double before it is added, one more instruction per four floats
+// with AVX2, so where memory is fast (huge pages, a large cache) this is the ratio the sum of a
+// large tensor tends to.
+void BM_SumLastDimInCache(benchmark::State& state) {
+  constexpr int64_t kRows = 32, kRepeats = 64;
+  const Tensor a = randn({kRows, kN});
+  const float* pa = a.data<float>();
+  std::vector<float> partial(kRows);
+  against_floor(
+      state,
+      [&] {
+        for (int64_t r = 0; r < kRepeats; ++r) benchmark::DoNotOptimize(sum(a, {1}).data_ptr());
+      },
+      [&] {
+        for (int64_t r = 0; r < kRepeats; ++r) {
+          split(kRows, [&](int64_t s, int64_t e) {
+            partial[static_cast<size_t>(s)] = read_once(pa + s * kN, (e - s) * kN);
+          });
+          benchmark::DoNotOptimize(partial.data());
+        }
+      },
+      1.0);
+}
+
 // out = x.T + y, by hand: 8 x 8 tiles, each read along x's rows and written along out's.
 void transpose_add(float* out, const float* x, const float* y, int64_t n, int64_t r0, int64_t r1) {
   constexpr int64_t kT = 8;
@@ -167,6 +194,11 @@ BENCHMARK(BM_Sum<true>)->Name("BM_SumLastDim")->Arg(1)->Arg(2)->ArgName("threads
     ->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Sum<false>)->Name("BM_SumFirstDim")->Arg(1)->Arg(2)->ArgName("threads")
     ->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_SumLastDimInCache)
+    ->Arg(1)
+    ->ArgName("threads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime();
 BENCHMARK(BM_SumAll)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_TransposedAdd)->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond)
     ->UseManualTime();
