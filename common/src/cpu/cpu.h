@@ -26,9 +26,9 @@ void optimizer_update(const UpdateArgs& args);                                  
 // kernel for transparent huge pages (madvise MADV_HUGEPAGE): off unless TINY_HUGE_PAGES=1, as
 // PyTorch's THP_MEM_ALLOC_ENABLE=1 is. One 2 MiB page stands for 512 of 4 KiB, so a pass over a
 // large tensor misses the TLB far less often (each miss is dearer in a virtual machine, whose
-// page walks go through two tables), and the hardware prefetcher, which stops at each 4 KiB
-// page, runs on. It is an option, not the default, for PyTorch's reasons: finding a free huge
-// page can make the kernel compact memory inside the allocation that asked. The README's
+// page walks go through two tables). It is an option, not the default, for PyTorch's reasons:
+// finding a free huge page can make the kernel compact memory inside the allocation that asked,
+// and a block's memory is then committed 2 MiB at a time. The README's
 // benchmark section has what it measured. set_huge_pages returns the old answer; blocks already
 // obtained (the cache's too) keep the pages they had (cpu/backend.cpp).
 bool huge_pages();

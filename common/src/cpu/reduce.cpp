@@ -69,9 +69,9 @@ template <typename T> constexpr bool kWidened = std::is_same_v<T, Half> || std::
 //   libtorch's time on one thread while the machine was quiet, and the whole-tensor sum from
 //   1.10-1.18 to 0.95-0.98. With other work on the host, both builds fell behind libtorch,
 //   whose float32 loop has fewer instructions per byte: 1.20-1.36 before, 1.07-1.32 after.
-// - On the same EPYC with large blocks on huge pages (TINY_HUGE_PAGES=1, cpu.h), where the page
-//   walks and the prefetcher's stops are gone, asking once per page made the last-dimension sum
-//   slower: 1.35-1.41 times libtorch's time (libtorch on huge pages too), against 1.12-1.25
+// - On the same EPYC with large blocks on huge pages (TINY_HUGE_PAGES=1, cpu.h), where a pass
+//   over the input no longer walks the page tables, asking once per page made the last-dimension
+//   sum slower: 1.35-1.41 times libtorch's time (libtorch on huge pages too), against 1.12-1.25
 //   without asking, three rounds. So there the loop asks for nothing (SumPrefetch::None).
 constexpr int64_t kPrefetchBytes = 4096;
 
