@@ -24,7 +24,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 
 #include "bench_common.h"
@@ -165,9 +164,8 @@ int main(int argc, char** argv) {
   // Likewise glibc reads GLIBC_TUNABLES once: where the library is asked for huge pages
   // (TINY_HUGE_PAGES=1), libtorch's blocks, which come from glibc's malloc, get them too
   // (glibc.malloc.hugetlb=1), so that neither side is measured on faster memory than the other.
-  const char* huge = std::getenv("TINY_HUGE_PAGES");
   const bool huge_for_torch =
-      huge != nullptr && std::strcmp(huge, "1") == 0 && std::getenv("GLIBC_TUNABLES") == nullptr;
+      tiny::detail::cpu::huge_pages() && std::getenv("GLIBC_TUNABLES") == nullptr;
   if (std::getenv("OMP_WAIT_POLICY") == nullptr || huge_for_torch) {
     if (std::getenv("OMP_WAIT_POLICY") == nullptr) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     if (huge_for_torch) setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 1);

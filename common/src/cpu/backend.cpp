@@ -37,7 +37,6 @@ void* allocate(size_t nbytes, int, bool pinned) {
   // engines); without one, cuda::pinned_malloc raises the driver's reason.
   if (pinned) return cuda::pinned_malloc(nbytes);
   const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded < nbytes) return nullptr;  // the caller reports it as out of memory
   if (nbytes >= kHugePage && huge_pages()) {
     // posix_memalign, unlike aligned_alloc, takes a size that is not a multiple of the
     // alignment. Only the whole 2 MiB pieces of the block are advised: the piece past them may
